@@ -1,0 +1,1 @@
+"""Parsers and the generic ingest pipeline (land raw -> parse -> validate -> dedupe -> stage)."""
