@@ -115,7 +115,8 @@ class TableSchema:
 
     def markdown(self) -> str:
         """Markdown reference table of the columns (used to generate docs)."""
-        lines = [f"### `{self.name}`", "", self.description, "", "| column | type | null | range / set | unit | description |", "|---|---|---|---|---|---|"]
+        lines = [f"### `{self.name}`", "", self.description, ""]
+        lines += ["| column | type | null | range / set | unit | description |", "|---|---|---|---|---|---|"]
         for c in self.columns:
             rng = ""
             if c.min is not None or c.max is not None:
