@@ -1,0 +1,88 @@
+"""``nodewatch runs list|show``: inspect run manifests."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+runs_app = typer.Typer(help="Inspect run manifests (runs/<run_id>.json).", no_args_is_help=True)
+
+
+@runs_app.command("list")
+def list_runs(
+    flow: Annotated[str | None, typer.Option(help="Only runs of this flow.")] = None,
+    last: Annotated[int, typer.Option(help="Show the last N runs.")] = 20,
+) -> None:
+    """List runs, newest last, with status and row counts."""
+    from flows.cli import console, get_store
+    from tasks.runs import load_manifest
+
+    store = get_store()
+    t = Table(title=f"runs in {store.url}")
+    for col in ("run id", "flow", "status", "rows in", "staged", "quarantined", "duplicates", "seconds"):
+        t.add_column(col, justify="right" if col not in ("run id", "flow", "status") else "left")
+    ids = store.list_runs()
+    shown = 0
+    for rid in ids[::-1]:
+        m = load_manifest(store, rid)
+        if flow and m.flow != flow:
+            continue
+        c = {k: sum(getattr(v, k) for v in m.counts.values()) for k in ("rows_in", "staged", "quarantined", "duplicates")}
+        secs = (m.finished - m.started).total_seconds() if m.finished else float("nan")
+        t.add_row(rid, m.flow, m.status, *(f"{c[k]:,}" for k in c), f"{secs:.1f}")
+        shown += 1
+        if shown >= last:
+            break
+    console.print(t)
+
+
+@runs_app.command("show")
+def show_run(
+    run_id: Annotated[str, typer.Argument(help="Run id, or 'latest'.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the raw manifest JSON.")] = False,
+) -> None:
+    """Show one run manifest: parameters, inputs, counts per table, outputs, timings, errors."""
+    from flows.cli import UserError, console, get_store
+    from tasks.runs import load_manifest
+
+    store = get_store()
+    ids = store.list_runs()
+    if run_id == "latest":
+        if not ids:
+            raise UserError(f"no runs in {store.url}")
+        run_id = ids[-1]
+    if run_id not in ids:
+        raise UserError(f"no run {run_id!r} in {store.url} (see `nodewatch runs list`)")
+    m = load_manifest(store, run_id)
+    if as_json:
+        console.print_json(json.dumps(m.model_dump(mode="json")))
+        return
+    console.print(f"[bold]{m.run_id}[/bold]  flow={m.flow}  status={m.status}  code={m.code_version}")
+    console.print(f"parameters: {json.dumps(m.parameters, default=str)}")
+    t = Table(title="row counts")
+    for col in ("table", "rows in", "staged", "quarantined", "duplicates", "balanced"):
+        t.add_column(col)
+    for name, c in m.counts.items():
+        t.add_row(name, f"{c.rows_in:,}", f"{c.staged:,}", f"{c.quarantined:,}", f"{c.duplicates:,}", str(c.balanced))
+    console.print(t)
+    if m.inputs:
+        ti = Table(title="inputs")
+        for col in ("path", "sha256", "status", "rows in", "message"):
+            ti.add_column(col)
+        for i in m.inputs:
+            ti.add_row(i.path, i.sha256[:12], i.status, f"{i.counts.rows_in:,}", i.message or "")
+        console.print(ti)
+    for k, v in m.outputs.items():
+        console.print(f"output {k}: {v}")
+    for k, v in m.timings.items():
+        console.print(f"timing {k}: {v:.2f} s")
+    for e in m.errors:
+        console.print(f"[red]error[/red] {e}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``runs`` group."""
+    app.add_typer(runs_app, name="runs")
