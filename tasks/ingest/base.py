@@ -1,7 +1,8 @@
 """The parser contract shared by every source.
 
-A parser is a function ``parse(stream: BinaryIO, *, name: str, **options) -> Iterator[ParseResult]``
-that reads a (decompressed) binary stream and yields batches. Each batch has
+A parser is a function ``parse(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]``
+that reads a (decompressed) binary stream and yields batches (bounded size, e.g. 100k rows, so
+memory stays bounded for any file size). Each batch has
 
 * ``rows``: an Arrow table whose columns are those of the target staged table's schema
   (``schemas/<table>.py``) plus ``source_offset`` (int64: 1-based line number, or row index for
@@ -19,11 +20,14 @@ moves the file to ``quarantine/files/`` with that message.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import BinaryIO, Protocol
 
 import pyarrow as pa
+
+from schemas.table import TableSchema
 
 REJECT_SCHEMA = pa.schema(
     [
@@ -47,10 +51,67 @@ class ParseResult:
         return self.rows.num_rows + self.rejects.num_rows
 
 
+@dataclass(frozen=True)
+class ParseContext:
+    """What a parser may know besides the bytes.
+
+    Attributes:
+        name: file name (for messages and e.g. the SWF system name fallback).
+        reference_time: when the file was produced (file mtime, or now); RFC 3164 year inference uses it.
+        tz: IANA time zone for inputs whose timestamps carry none (RFC 3164, LANL records).
+        aliases: host alias -> canonical node name (from topology), applied by syslog/telemetry parsers.
+        batch_rows: rows per yielded batch.
+    """
+
+    name: str
+    reference_time: datetime = field(default_factory=lambda: datetime.now(UTC))
+    tz: str = "UTC"
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    batch_rows: int = 200_000
+
+
 class Parser(Protocol):
     """Callable signature of a parser."""
 
-    def __call__(self, stream: BinaryIO, *, name: str) -> Iterator[ParseResult]: ...
+    def __call__(self, stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]: ...
+
+
+@dataclass(frozen=True)
+class Format:
+    """One input format of a source.
+
+    ``sniff`` gets the first 64 KiB of decompressed bytes and returns a confidence in [0, 1];
+    auto-detection picks the best format and refuses (clear message) when the best is < 0.5
+    or two formats tie.
+    """
+
+    name: str
+    parse: Parser
+    sniff: Callable[[bytes], float]
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """A source the ingest pipeline knows: ``nodewatch ingest <name> PATHS... [--format F]``.
+
+    Any module under ``tasks/ingest/`` that defines ``SOURCES: list[SourceSpec]`` is discovered by
+    :func:`tasks.ingest.registry.sources`.
+
+    Attributes:
+        name: CLI name and raw landing folder (``raw/<name>/``).
+        table: staged table schema (rows of every format conform to it).
+        formats: accepted formats.
+        node_column: column holding a node name (validated against the pattern and, if a topology is
+            staged, against the known nodes); ``None`` if the table has none.
+        help: one-paragraph CLI help.
+    """
+
+    name: str
+    table: TableSchema
+    formats: tuple[Format, ...]
+    node_column: str | None = "node"
+    help: str = ""
 
 
 def rejects_table(offsets: list[int], raws: list[bytes | str], reasons: list[str]) -> pa.Table:
