@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol
 
 import pyarrow as pa
 
@@ -104,6 +104,13 @@ class SourceSpec:
         formats: accepted formats.
         node_column: column holding a node name (validated against the pattern and, if a topology is
             staged, against the known nodes); ``None`` if the table has none.
+        node_list_column: a list<string> column of node names (e.g. a job's expanded node list),
+            checked like ``node_column``.
+        row_checks: extra vectorised row checks run after the GX suite. Each takes the batch
+            (Arrow table) and returns ``(label, failing_mask)`` pairs: ``label`` names the check
+            like a GX expectation (e.g. ``expect_metric_values_in_catalogue_range(value)``) and
+            ``failing_mask`` is a boolean numpy array (True = row fails). Use them only for rules GX
+            cannot express per column (per-metric ranges, list columns).
         help: one-paragraph CLI help.
     """
 
@@ -111,6 +118,8 @@ class SourceSpec:
     table: TableSchema
     formats: tuple[Format, ...]
     node_column: str | None = "node"
+    node_list_column: str | None = None
+    row_checks: tuple[Callable[[pa.Table], list[tuple[str, Any]]], ...] = ()
     help: str = ""
 
 
