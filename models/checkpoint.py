@@ -1,0 +1,331 @@
+"""Checkpoint-interval math: Young, Daly and Frank's failure-probability-aware interval.
+
+All times are in hours. Notation follows Frank (thesis, ch. 3): ``t`` (here ``T``) is the runtime of
+the job, ``t_c`` the cost of one checkpoint, ``tau`` the compute time between two checkpoints and
+``t_u = tau + t_c`` one full period; ``M`` is the MTBF *of the job* (eq. 3.14, see
+:func:`models.failures.job_mtbf`) and ``w`` the Weibull shape (``w = 1`` is Poisson, eq. 3.9-3.10).
+
+The aware expected cost is eq. 3.8::
+
+    E_C = mu^t - tau * n_f + floor(t / t_u) * t_c * (1 - P(t))          (3.8a + 3.8b)
+
+with ``mu^t`` the first right-truncated moment (eq. 3.11-3.12), ``P`` the failure CDF (eq. 3.13) and
+``n_f`` the expected number of completed checkpoints of a job that fails before ``t`` (eq. 3.7).
+Eq. 3.7 splits the integral of eq. 3.6c, which runs over ``[0, t]``, into the pieces where
+``floor(x / t_u)`` is constant; the last piece is the shorter interval ``[n t_u, t]``
+(``n = floor(t / t_u)``), so its upper CDF value is ``P(t)``, not ``P((n+1) t_u)``. Summing by parts::
+
+    n_f = sum_{i=0}^{n} i [P(min((i+1) t_u, t)) - P(i t_u)] = n P(t) - sum_{i=1}^{n} P(i t_u)
+
+which is what this module evaluates (and what the Monte-Carlo of eq. 3.1 in
+:mod:`models.checkpoint_mc` converges to). An optional restart cost ``R`` (Assumption 2: part of the
+re-queued job) adds ``R * P(t)``; it does not move the optimum.
+
+Algorithm 1 scans ``t_u`` on a one-minute grid ``1/60, 2/60, ..., t - t_c`` hours. All grid points
+are multiples of the step, so ``P`` is evaluated once per grid point and shape, and the sums
+``sum_i P(i t_u)`` for every ``t_u`` are one sparse "sum over multiples" matrix product: the solver is
+vectorised over the grid and over many job shapes at once.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import gamma, gammainc
+
+GRID_STEP_H = 1.0 / 60.0
+"""Resolution of Algorithm 1's search grid: one minute (Frank, sec. 3.3.2)."""
+
+_EPS = 1e-9
+
+
+# --------------------------------------------------------------------------- validation
+def _positive(name: str, value: np.typing.ArrayLike) -> np.ndarray:
+    a = np.asarray(value, dtype=float)
+    if a.size == 0:
+        raise ValueError(f"{name} is empty")
+    if not np.all(np.isfinite(a)) or np.any(a <= 0):
+        bad = a[~(np.isfinite(a) & (a > 0))].ravel()[0]
+        raise ValueError(f"{name} must be a positive finite number of hours, got {bad!r}")
+    return a
+
+
+def _shape(value: np.typing.ArrayLike) -> np.ndarray:
+    a = np.asarray(value, dtype=float)
+    if not np.all(np.isfinite(a)) or np.any(a <= 0):
+        bad = a[~(np.isfinite(a) & (a > 0))].ravel()[0]
+        raise ValueError(f"Weibull shape must be > 0, got {bad!r}")
+    return a
+
+
+def _nonnegative(name: str, value: np.typing.ArrayLike) -> np.ndarray:
+    a = np.asarray(value, dtype=float)
+    if not np.all(np.isfinite(a)) or np.any(a < 0):
+        raise ValueError(f"{name} must be >= 0 hours, got {a[~(np.isfinite(a) & (a >= 0))].ravel()[0]!r}")
+    return a
+
+
+def validate_job(
+    runtime_h: np.typing.ArrayLike, ckpt_cost_h: np.typing.ArrayLike, mtbf_h: np.typing.ArrayLike,
+    shape: np.typing.ArrayLike = 1.0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Check and broadcast job parameters (Frank, sec. 3.3.1 vector ``s = (t_c, tau, M, t, t_f)``).
+
+    Raises one-line ``ValueError`` for non-positive runtime/checkpoint cost/MTBF, shape <= 0 and
+    ``t_c >= t`` (a job that cannot complete a single checkpoint).
+    """
+    t = _positive("runtime", runtime_h)
+    tc = _positive("checkpoint cost", ckpt_cost_h)
+    m = _positive("MTBF", mtbf_h)
+    w = _shape(shape)
+    t, tc, m, w = np.broadcast_arrays(t, tc, m, w)
+    if np.any(tc >= t):
+        i = int(np.argmax((tc >= t).ravel()))
+        raise ValueError(
+            f"checkpoint cost {tc.ravel()[i]:g} h must be shorter than the runtime {t.ravel()[i]:g} h"
+        )
+    return t.astype(float), tc.astype(float), m.astype(float), w.astype(float)
+
+
+# --------------------------------------------------------------------------- failure distribution
+def weibull_scale(mtbf_h: np.typing.ArrayLike, shape: np.typing.ArrayLike) -> np.ndarray:
+    """Weibull scale ``lambda_w = M / Gamma(1 + 1/w)`` so that the mean is ``M`` (Frank, eq. 3.10)."""
+    return np.asarray(mtbf_h, float) / gamma(1.0 + 1.0 / np.asarray(shape, float))
+
+
+def failure_cdf(x_h: np.typing.ArrayLike, mtbf_h: np.typing.ArrayLike, shape: np.typing.ArrayLike) -> np.ndarray:
+    """``P(x)``: probability of a failure before ``x`` (Frank, eq. 3.13; ``shape = 1`` is Poisson)."""
+    x = np.asarray(x_h, float)
+    lam = weibull_scale(mtbf_h, shape)
+    return -np.expm1(-np.power(np.maximum(x, 0.0) / lam, shape))
+
+
+def truncated_mean(t_h: np.typing.ArrayLike, mtbf_h: np.typing.ArrayLike, shape: np.typing.ArrayLike) -> np.ndarray:
+    """First right-truncated moment ``mu^t = int_0^t x p(x) dx`` (Frank, eq. 3.11-3.12).
+
+    ``mu^t = M * gammainc(1 + 1/w, (t / lambda_w)^w)`` with scipy's regularised lower incomplete
+    gamma; for ``w = 1`` this equals the Poisson form ``M (1 - (t/M + 1) exp(-t/M))``.
+    """
+    w = np.asarray(shape, float)
+    lam = weibull_scale(mtbf_h, w)
+    return np.asarray(mtbf_h, float) * gammainc(1.0 + 1.0 / w, np.power(np.asarray(t_h, float) / lam, w))
+
+
+# --------------------------------------------------------------------------- classical intervals
+def young_interval(mtbf_h: np.typing.ArrayLike, ckpt_cost_h: np.typing.ArrayLike) -> np.ndarray:
+    """Young's compute time between checkpoints ``tau = sqrt(2 M t_c)`` (Frank, sec. 3.1; Young 1974)."""
+    return np.sqrt(2.0 * _positive("MTBF", mtbf_h) * _positive("checkpoint cost", ckpt_cost_h))
+
+
+def daly_first_order_interval(mtbf_h: np.typing.ArrayLike, ckpt_cost_h: np.typing.ArrayLike) -> np.ndarray:
+    """Daly's interval as quoted by Frank, ``tau = sqrt(2 M t_c) + t_c`` (Frank, sec. 3.1)."""
+    tc = _positive("checkpoint cost", ckpt_cost_h)
+    return np.sqrt(2.0 * _positive("MTBF", mtbf_h) * tc) + tc
+
+
+def daly_interval(mtbf_h: np.typing.ArrayLike, ckpt_cost_h: np.typing.ArrayLike) -> np.ndarray:
+    """Daly's (2006) higher-order estimate used in Frank's comparisons (sec. 3.4, ref. [32]).
+
+    ``tau = sqrt(2 t_c M) [1 + 1/3 sqrt(t_c/(2M)) + 1/9 (t_c/(2M))] - t_c`` for ``t_c < 2M``,
+    else ``tau = M``.
+    """
+    m = _positive("MTBF", mtbf_h)
+    tc = _positive("checkpoint cost", ckpt_cost_h)
+    r = tc / (2.0 * m)
+    tau = np.sqrt(2.0 * tc * m) * (1.0 + np.sqrt(r) / 3.0 + r / 9.0) - tc
+    return np.where(tc < 2.0 * m, tau, m)
+
+
+# --------------------------------------------------------------------------- eq. 3.8 at any interval
+def expected_cost(
+    runtime_h: np.typing.ArrayLike,
+    tau_h: np.typing.ArrayLike,
+    ckpt_cost_h: np.typing.ArrayLike,
+    mtbf_h: np.typing.ArrayLike,
+    shape: np.typing.ArrayLike = 1.0,
+    restart_h: np.typing.ArrayLike = 0.0,
+) -> np.ndarray:
+    """Expected checkpoint + lost-work cost ``E_C`` of eq. 3.8 (Frank) for any ``tau`` (broadcasts).
+
+    ``tau = inf`` means "never checkpoint" (cost ``mu^t``). ``restart_h`` adds ``R * P(t)``.
+    """
+    t, tc, m, w = validate_job(runtime_h, ckpt_cost_h, mtbf_h, shape)
+    tau = np.asarray(tau_h, float)
+    if np.any(np.isnan(tau)) or np.any(tau <= 0):
+        raise ValueError("checkpoint interval tau must be > 0 hours (use inf for never)")
+    r = _nonnegative("restart cost", restart_h)
+    t, tc, m, w, tau, r = np.broadcast_arrays(t, tc, m, w, tau, r)
+    tu = tau + tc
+    n = np.where(np.isfinite(tu), np.floor(t / tu * (1 + _EPS)), 0.0)
+    n_max = int(n.max()) if n.size else 0
+    pt = failure_cdf(t, m, w)
+    # sum_{i=1}^{n} P(i t_u), chunked over elements so memory stays bounded for tiny intervals
+    flat = [a.ravel() for a in (tu, n, m, w)]
+    s = np.zeros(n.size)
+    if n_max > 0:
+        step = max(1, 4_000_000 // n_max)
+        i = np.arange(1, n_max + 1, dtype=float)
+        for lo in range(0, n.size, step):
+            sl = slice(lo, lo + step)
+            tu_, n_, m_, w_ = (a[sl] for a in flat)
+            x = np.where(i[None, :] <= n_[:, None], np.where(np.isfinite(tu_), tu_, 0.0)[:, None] * i[None, :], 0.0)
+            p = failure_cdf(x, m_[:, None], w_[:, None])
+            s[sl] = p.sum(axis=1)
+    s = s.reshape(n.shape)
+    n_f = n * pt - s
+    mu = truncated_mean(t, m, w)
+    tau_term = np.where(np.isfinite(tau), np.where(np.isfinite(tau), tau, 0.0) * n_f, 0.0)
+    return mu - tau_term + n * tc * (1.0 - pt) + r * pt
+
+
+# --------------------------------------------------------------------------- Algorithm 1, vectorised
+@functools.lru_cache(maxsize=8)
+def _multiples_matrix(g: int) -> sp.csr_matrix:
+    """CSR ``A`` (g x g) with ``A[k-1, m-1] = 1`` iff ``m`` is a multiple of ``k`` (1-based)."""
+    k = np.arange(1, g + 1)
+    counts = g // k
+    rows = np.repeat(k - 1, counts)
+    starts = np.repeat(np.cumsum(counts) - counts, counts)
+    i = np.arange(rows.size) - starts + 1  # 1..counts[k] within each row
+    cols = rows + 1
+    cols = cols * i - 1
+    data = np.ones(rows.size)
+    return sp.csr_matrix((data, (rows, cols)), shape=(g, g))
+
+
+@dataclass(frozen=True)
+class AwareIntervals:
+    """Result of Algorithm 1 for S job shapes (all arrays of length S, hours).
+
+    ``tau_h``/``period_h`` are ``inf`` and ``never`` is True where not checkpointing is cheapest.
+    """
+
+    tau_h: np.ndarray
+    period_h: np.ndarray
+    cost_h: np.ndarray
+    never: np.ndarray
+    p_fail: np.ndarray
+    never_cost_h: np.ndarray
+
+
+def cost_grid(
+    runtime_h: np.typing.ArrayLike,
+    ckpt_cost_h: np.typing.ArrayLike,
+    mtbf_h: np.typing.ArrayLike,
+    shape: np.typing.ArrayLike = 1.0,
+    restart_h: np.typing.ArrayLike = 0.0,
+    step_h: float = GRID_STEP_H,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Eq. 3.8 on Algorithm 1's grid for S shapes: ``(periods (G,), costs (S, G))`` (Frank, sec. 3.3.2).
+
+    Grid points outside ``t_c < t_u <= t - t_c`` of a shape are ``inf``.
+    """
+    t, tc, m, w = (a.ravel() for a in validate_job(runtime_h, ckpt_cost_h, mtbf_h, shape))
+    r = np.broadcast_to(_nonnegative("restart cost", restart_h), t.shape).ravel() if np.ndim(restart_h) else np.full(
+        t.shape, float(_nonnegative("restart cost", restart_h))
+    )
+    if not step_h > 0:
+        raise ValueError(f"grid step must be > 0 hours, got {step_h!r}")
+    t_steps = t / step_h  # runtime in grid steps (not necessarily integer)
+    g = int(np.floor(t_steps.max() * (1 + _EPS)))
+    if g < 1:
+        raise ValueError(f"runtime {t.max():g} h is shorter than one grid step ({step_h:g} h)")
+    k = np.arange(1, g + 1, dtype=float)
+    period = k * step_h
+    p_grid = failure_cdf(period[None, :], m[:, None], w[:, None])
+    p_grid[k[None, :] > t_steps[:, None] * (1 + _EPS)] = 0.0  # only failures before t count in eq. 3.7
+    sums = (_multiples_matrix(g) @ p_grid.T).T  # sum_{i>=1, i*k <= t} P(i * k * step)
+    n = np.floor(t_steps[:, None] / k[None, :] * (1 + _EPS))
+    pt = failure_cdf(t, m, w)[:, None]
+    mu = truncated_mean(t, m, w)[:, None]
+    tau = period[None, :] - tc[:, None]
+    cost = mu - tau * (n * pt - sums) + n * tc[:, None] * (1.0 - pt) + r[:, None] * pt
+    valid = (tau > _EPS) & (period[None, :] <= (t - tc)[:, None] * (1 + _EPS))
+    cost[~valid] = np.inf
+    return period, cost
+
+
+def aware_interval(
+    runtime_h: np.typing.ArrayLike,
+    ckpt_cost_h: np.typing.ArrayLike,
+    mtbf_h: np.typing.ArrayLike,
+    shape: np.typing.ArrayLike = 1.0,
+    restart_h: np.typing.ArrayLike = 0.0,
+    step_h: float = GRID_STEP_H,
+    extra_tau_h: np.typing.ArrayLike | None = None,
+    batch: int = 256,
+) -> AwareIntervals:
+    """Algorithm 1 (Frank, sec. 3.3.2): the ``t_u`` on the one-minute grid minimising eq. 3.8.
+
+    Vectorised over S shapes (inputs broadcast to one shape vector), processed in batches of
+    ``batch`` shapes to bound memory. "Never checkpoint" (``tau = inf``, cost ``mu^t + R P(t)``) is a
+    candidate and wins only if strictly cheaper; ties on the grid go to the shortest period, as in
+    Algorithm 1's strict ``<``. ``extra_tau_h`` (shape (S, E)) adds candidate intervals, e.g. Young's
+    and Daly's, so the result is never more expensive than they are under eq. 3.8.
+    """
+    t, tc, m, w = (a.ravel() for a in validate_job(runtime_h, ckpt_cost_h, mtbf_h, shape))
+    r = np.broadcast_to(_nonnegative("restart cost", restart_h), t.shape).ravel().astype(float)
+    s = t.size
+    out_tu = np.empty(s)
+    out_cost = np.empty(s)
+    order = np.argsort(t, kind="stable")  # batch similar runtimes together: less padding of the grid
+    for lo in range(0, s, batch):
+        idx = order[lo : lo + batch]
+        period, cost = cost_grid(t[idx], tc[idx], m[idx], w[idx], r[idx], step_h)
+        j = np.argmin(cost, axis=1)
+        out_cost[idx] = cost[np.arange(idx.size), j]
+        out_tu[idx] = period[j]
+    if extra_tau_h is not None:
+        extra = np.asarray(extra_tau_h, float).reshape(s, -1)
+        extra_cost = expected_cost(t[:, None], extra, tc[:, None], m[:, None], w[:, None], r[:, None])
+        je = np.argmin(extra_cost, axis=1)
+        ce = extra_cost[np.arange(s), je]
+        better = ce < out_cost
+        out_cost = np.where(better, ce, out_cost)
+        out_tu = np.where(better, extra[np.arange(s), je] + tc, out_tu)
+    pt = failure_cdf(t, m, w)
+    never_cost = truncated_mean(t, m, w) + r * pt
+    never = never_cost < out_cost
+    out_cost = np.where(never, never_cost, out_cost)
+    out_tu = np.where(never, np.inf, out_tu)
+    return AwareIntervals(
+        tau_h=out_tu - tc, period_h=out_tu, cost_h=out_cost, never=never, p_fail=pt, never_cost_h=never_cost
+    )
+
+
+def aware_interval_loop(
+    runtime_h: float, ckpt_cost_h: float, mtbf_h: float, shape: float = 1.0, restart_h: float = 0.0,
+    step_h: float = GRID_STEP_H,
+) -> tuple[float, float]:
+    """Algorithm 1 written literally (Frank, sec. 3.3.2): a Python loop over the grid, eq. 3.8 per point.
+
+    The baseline of ``benchmarks/checkpoint_intervals.py`` and a cross-check in the tests; returns
+    ``(period_h, cost_h)`` with ``period_h = inf`` for "never checkpoint".
+    """
+    t, tc, m, w = (float(a) for a in validate_job(runtime_h, ckpt_cost_h, mtbf_h, shape))
+    lam = float(weibull_scale(m, w))
+    pt = 1.0 - np.exp(-((t / lam) ** w))
+    mu = float(truncated_mean(t, m, w))
+    c_min, u_min = np.inf, np.inf
+    k = 1
+    while k * step_h <= (t - tc) * (1 + _EPS):
+        tu = k * step_h
+        tau = tu - tc
+        if tau > _EPS:
+            n = int(np.floor(t / tu * (1 + _EPS)))
+            n_f = 0.0
+            for i in range(1, n + 1):  # eq. 3.7, last interval clipped at t
+                p_hi = 1.0 - np.exp(-((min((i + 1) * tu, t) / lam) ** w))
+                p_lo = 1.0 - np.exp(-((i * tu / lam) ** w))
+                n_f += i * (p_hi - p_lo)
+            c = mu - tau * n_f + n * tc * (1.0 - pt) + restart_h * pt
+            if c < c_min:
+                c_min, u_min = c, tu
+        k += 1
+    never = mu + restart_h * pt
+    if never < c_min:
+        return np.inf, never
+    return u_min, c_min
