@@ -223,10 +223,21 @@ def cost_grid(
 
     Grid points outside ``t_c < t_u <= t - t_c`` of a shape are ``inf``.
     """
+    period, cost_gs = _cost_grid_gs(runtime_h, ckpt_cost_h, mtbf_h, shape, restart_h, step_h)
+    return period, np.ascontiguousarray(cost_gs.T)
+
+
+def _cost_grid_gs(
+    runtime_h: np.typing.ArrayLike,
+    ckpt_cost_h: np.typing.ArrayLike,
+    mtbf_h: np.typing.ArrayLike,
+    shape: np.typing.ArrayLike,
+    restart_h: np.typing.ArrayLike,
+    step_h: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Eq. 3.8 on the grid, laid out (G, S) so the sparse product and reductions are contiguous."""
     t, tc, m, w = (a.ravel() for a in validate_job(runtime_h, ckpt_cost_h, mtbf_h, shape))
-    r = np.broadcast_to(_nonnegative("restart cost", restart_h), t.shape).ravel() if np.ndim(restart_h) else np.full(
-        t.shape, float(_nonnegative("restart cost", restart_h))
-    )
+    r = np.broadcast_to(_nonnegative("restart cost", restart_h), t.shape).ravel().astype(float)
     if not step_h > 0:
         raise ValueError(f"grid step must be > 0 hours, got {step_h!r}")
     t_steps = t / step_h  # runtime in grid steps (not necessarily integer)
@@ -235,17 +246,28 @@ def cost_grid(
         raise ValueError(f"runtime {t.max():g} h is shorter than one grid step ({step_h:g} h)")
     k = np.arange(1, g + 1, dtype=float)
     period = k * step_h
-    p_grid = failure_cdf(period[None, :], m[:, None], w[:, None])
-    p_grid[k[None, :] > t_steps[:, None] * (1 + _EPS)] = 0.0  # only failures before t count in eq. 3.7
-    sums = (_multiples_matrix(g) @ p_grid.T).T  # sum_{i>=1, i*k <= t} P(i * k * step)
-    n = np.floor(t_steps[:, None] / k[None, :] * (1 + _EPS))
-    pt = failure_cdf(t, m, w)[:, None]
-    mu = truncated_mean(t, m, w)[:, None]
-    tau = period[None, :] - tc[:, None]
-    cost = mu - tau * (n * pt - sums) + n * tc[:, None] * (1.0 - pt) + r[:, None] * pt
-    valid = (tau > _EPS) & (period[None, :] <= (t - tc)[:, None] * (1 + _EPS))
-    cost[~valid] = np.inf
-    return period, cost
+    # P(k * step) for every grid point and shape (eq. 3.13), via exp(w (log x - log lambda))
+    z = np.multiply.outer(np.log(period), w)
+    z -= w * np.log(weibull_scale(m, w))
+    np.exp(z, out=z)
+    np.negative(z, out=z)
+    np.expm1(z, out=z)
+    np.negative(z, out=z)
+    z[k[:, None] > t_steps[None, :] * (1 + _EPS)] = 0.0  # only failures before t count in eq. 3.7
+    sums = _multiples_matrix(g) @ z  # sum_{i>=1, i*k <= t} P(i * k * step), shape (G, S)
+    pt = failure_cdf(t, m, w)
+    mu = truncated_mean(t, m, w)
+    # E_C = mu - tau (n P(t) - sums) + n t_c (1 - P(t)) + R P(t)
+    #     = mu + R P(t) + tau * sums + n (t_c - t_u P(t))            with tau = t_u - t_c
+    n = np.multiply.outer(1.0 / k, t_steps * (1 + _EPS))
+    np.floor(n, out=n)
+    n *= tc[None, :] - np.multiply.outer(period, pt)
+    sums *= np.subtract.outer(period, tc)
+    sums += n
+    sums += mu + r * pt
+    valid = (np.subtract.outer(period, tc) > _EPS) & (period[:, None] <= (t - tc)[None, :] * (1 + _EPS))
+    sums[~valid] = np.inf
+    return period, sums
 
 
 def aware_interval(
@@ -256,7 +278,7 @@ def aware_interval(
     restart_h: np.typing.ArrayLike = 0.0,
     step_h: float = GRID_STEP_H,
     extra_tau_h: np.typing.ArrayLike | None = None,
-    batch: int = 256,
+    batch: int = 128,
 ) -> AwareIntervals:
     """Algorithm 1 (Frank, sec. 3.3.2): the ``t_u`` on the one-minute grid minimising eq. 3.8.
 
@@ -274,9 +296,9 @@ def aware_interval(
     order = np.argsort(t, kind="stable")  # batch similar runtimes together: less padding of the grid
     for lo in range(0, s, batch):
         idx = order[lo : lo + batch]
-        period, cost = cost_grid(t[idx], tc[idx], m[idx], w[idx], r[idx], step_h)
-        j = np.argmin(cost, axis=1)
-        out_cost[idx] = cost[np.arange(idx.size), j]
+        period, cost = _cost_grid_gs(t[idx], tc[idx], m[idx], w[idx], r[idx], step_h)
+        j = np.argmin(cost, axis=0)
+        out_cost[idx] = cost[j, np.arange(idx.size)]
         out_tu[idx] = period[j]
     if extra_tau_h is not None:
         extra = np.asarray(extra_tau_h, float).reshape(s, -1)
