@@ -1,0 +1,102 @@
+"""Great Expectations suites generated from :class:`schemas.table.TableSchema` definitions.
+
+The suite is built from :meth:`TableSchema.expectations` plus run-time expectations that depend
+on the run (ingest window / "not in the future" bound on the time column, the set of known
+nodes from the staged topology). GX is imported lazily: it takes seconds to import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+
+from schemas.table import Expectation, TableSchema
+
+OLDEST_VALID = datetime(1990, 1, 1)
+"""Timestamps before this are rejected by every table (clock not set / epoch zero)."""
+
+
+def runtime_expectations(
+    schema: TableSchema,
+    *,
+    not_after: datetime,
+    window: tuple[datetime | None, datetime | None] | None = None,
+    node_column: str | None = None,
+    known_nodes: Iterable[str] | None = None,
+) -> list[Expectation]:
+    """Expectations that depend on the run: time bounds and known nodes.
+
+    Args:
+        schema: the table.
+        not_after: latest acceptable timestamp (now + tolerance): later rows are "in the future".
+        window: optional (start, end) of the ingest window; rows outside are rejected.
+        node_column: column holding node names, if any.
+        known_nodes: node names from the staged topology; ``None`` disables the check.
+    """
+    tcol = schema.time_column
+    out = [
+        Expectation(
+            "ExpectColumnValuesToBeBetween",
+            {"column": tcol, "min_value": pd.Timestamp(OLDEST_VALID, tz="UTC"), "max_value": pd.Timestamp(not_after)},
+        )
+    ]
+    if window and (window[0] is not None or window[1] is not None):
+        lo, hi = window
+        out.append(
+            Expectation(
+                "ExpectColumnValuesToBeBetween",
+                {
+                    "column": tcol,
+                    "min_value": pd.Timestamp(lo) if lo is not None else None,
+                    "max_value": pd.Timestamp(hi) if hi is not None else None,
+                    "strict_max": True,
+                },
+            )
+        )
+    if node_column and known_nodes is not None:
+        out.append(Expectation("ExpectColumnValuesToBeInSet", {"column": node_column, "value_set": sorted(known_nodes)}))
+    return out
+
+
+def build_suite(name: str, expectations: list[Expectation]) -> Any:
+    """Instantiate a ``gx.ExpectationSuite`` (not registered in any context) from expectation data."""
+    import great_expectations as gx
+
+    suite = gx.ExpectationSuite(name=name)
+    for e in expectations:
+        cls = getattr(gx.expectations, e.type)
+        kwargs = {k: v for k, v in e.kwargs.items() if v is not None or k in ("min_value", "max_value")}
+        if e.type.startswith("ExpectColumnPair"):
+            # a null on either side (e.g. a job that never started) is not a violation of the pair rule
+            kwargs.setdefault("ignore_row_if", "either_value_is_missing")
+        suite.add_expectation(cls(**kwargs, meta={"label": expectation_label(e)}))
+    return suite
+
+
+def expectation_label(e: Expectation) -> str:
+    """Quarantine reason for rows failing ``e``: GX name, column and bounds, e.g.
+
+    ``expect_column_values_to_be_between(time<=2026-11-23T04:35:00+00:00)``.
+    """
+    base = e.label
+    if e.type == "ExpectColumnValuesToBeBetween":
+        col = e.kwargs["column"]
+        parts = []
+        lo, hi = e.kwargs.get("min_value"), e.kwargs.get("max_value")
+        if lo is not None:
+            parts.append(f"{col}>={_fmt(lo)}")
+        if hi is not None:
+            parts.append(f"{col}{'<' if e.kwargs.get('strict_max') else '<='}{_fmt(hi)}")
+        base = base.split("(")[0] + "(" + ",".join(parts) + ")"
+    if e.type == "ExpectColumnValuesToBeInSet" and len(e.kwargs.get("value_set", [])) > 20:
+        base = base.split("(")[0] + f"({e.kwargs['column']} in known set of {len(e.kwargs['value_set'])})"
+    return base
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, pd.Timestamp | datetime):
+        return pd.Timestamp(v).isoformat()
+    return repr(v) if isinstance(v, str) else f"{v:g}" if isinstance(v, float) else str(v)
