@@ -1,0 +1,111 @@
+"""Staged tables ``node_states`` and ``failure_events`` and the ``cubes/state.zarr`` description.
+
+The state legend follows the SaNSA paper (Agarwal et al., Sec. II-B): codes 1..8 in the paper's
+numbering; ``-1`` marks minutes that were never built. The cube carries the legend as CF
+``flag_values`` / ``flag_meanings`` attributes so any xarray reader can decode it.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from schemas.names import NODE_NAME_PATTERN
+from schemas.table import Column, Expectation, TableSchema
+
+STATE_NAMES: tuple[str, ...] = (
+    "DOWN",
+    "CONNECTION_LOSS",
+    "BOOTING",
+    "IDLE",
+    "JOB_RUNNING",
+    "ADMIN_RESV",
+    "RESERVED_IDLE",
+    "UNSCHEDULED_RESV",
+)
+"""State names; the code of ``STATE_NAMES[i]`` is ``i + 1`` (paper Sec. II-B numbering)."""
+
+STATE_CODES: dict[str, int] = {n: i + 1 for i, n in enumerate(STATE_NAMES)}
+FILL_CODE = -1
+"""Cube value of a minute that has not been derived."""
+
+STATE_DESCRIPTIONS: dict[str, str] = {
+    "DOWN": "node unavailable and followed by a reboot (or silent after Slurm lost it)",
+    "CONNECTION_LOSS": "Slurm lost contact with the node but the node is still active",
+    "BOOTING": "node booting: systemd 'Startup finished' span or kernel banner",
+    "IDLE": "node up, no job, no reservation (gap fill)",
+    "JOB_RUNNING": "a job allocation includes this node",
+    "ADMIN_RESV": "administrative reservation (maintenance) overlay",
+    "RESERVED_IDLE": "user reservation without a running job",
+    "UNSCHEDULED_RESV": "unscheduled outage / emergency maintenance overlay",
+}
+
+_ts = pa.timestamp("ns", tz="UTC")
+
+NODE_STATES = TableSchema(
+    name="node_states",
+    description=(
+        "SaNSA node-state intervals (paper Sec. II-B/II-C). Per node the intervals tile the built window "
+        "without gaps or overlaps; intervals are split at UTC midnight so each date partition is self-contained."
+    ),
+    columns=(
+        Column("node", pa.string(), nullable=False, regex=NODE_NAME_PATTERN, description="compute node"),
+        Column("start", _ts, nullable=False, description="interval start (inclusive)"),
+        Column("end", _ts, nullable=False, description="interval end (exclusive)"),
+        Column("state", pa.string(), nullable=False, allowed=STATE_NAMES, description="SaNSA state"),
+        Column("state_code", pa.int8(), nullable=False, min=1, max=8, description="code as in the cube legend"),
+        Column("overlay", pa.bool_(), nullable=False,
+               description="true: ADMIN_RESV/UNSCHEDULED_RESV overlays applied (Table II 'w/ overlay')"),
+        Column("evidence", pa.string(), nullable=False,
+               description="what produced the interval, e.g. 'job 123', 'slurmctld loss + boot', 'gap'"),
+    ),
+    time_column="start",
+    unique_key=("node", "start", "overlay"),
+    extra_expectations=(Expectation("ExpectColumnPairValuesAToBeGreaterThanB", {"column_A": "end", "column_B": "start"}),),
+)
+
+FAILURE_CAUSES: tuple[str, ...] = ("loss+boot", "loss+silent")
+
+FAILURE_EVENTS = TableSchema(
+    name="failure_events",
+    description=(
+        "Node failures: each DOWN episode of the overlaid timeline (DOWN and the BOOTING that ends it). "
+        "Consumed by the checkpoint-table failure fits. Failures shadowed by ADMIN_RESV are not listed (paper Sec. II-C)."
+    ),
+    columns=(
+        Column("node", pa.string(), nullable=False, regex=NODE_NAME_PATTERN, description="compute node"),
+        Column("start", _ts, nullable=False, description="first DOWN minute (slurmctld 'not responding')"),
+        Column("end", _ts, nullable=False, description="end of DOWN/BOOTING episode"),
+        Column("cause", pa.string(), nullable=False, allowed=FAILURE_CAUSES,
+               description="loss+boot: loss followed by reboot; loss+silent: never responded, node silent"),
+        Column("evidence", pa.string(), nullable=False, description="evidence lines/sources behind the event"),
+        Column("rack", pa.string(), nullable=True, description="rack from topology, if known"),
+    ),
+    time_column="start",
+    unique_key=("node", "start"),
+    extra_expectations=(Expectation("ExpectColumnPairValuesAToBeGreaterThanB", {"column_A": "end", "column_B": "start"}),),
+)
+
+CUBE_PATH = "cubes/state.zarr"
+CUBE_VARIABLE = "state"
+CUBE_STEP = "1min"
+CUBE_TIME_CHUNK = 1440  # one UTC day of minutes
+
+
+def cube_attrs() -> dict[str, object]:
+    """CF-style attributes of the ``state`` variable: the legend (paper Sec. II-B)."""
+    return {
+        "long_name": "SaNSA node state",
+        "flag_values": list(range(1, len(STATE_NAMES) + 1)),
+        "flag_meanings": " ".join(STATE_NAMES),
+        "missing_value": FILL_CODE,
+        "sampling": "state in effect at the start of each minute (UTC)",
+        "priority_low_to_high": "IDLE RESERVED_IDLE JOB_RUNNING CONNECTION_LOSS DOWN BOOTING ADMIN_RESV UNSCHEDULED_RESV",
+        "references": "Agarwal et al., SaNSA - the Supercomputer and Node State Architecture, Sec. II-B/II-C",
+    }
+
+
+def legend_markdown() -> str:
+    """Markdown table of codes, names and meanings (for docs and reports)."""
+    lines = ["| code | state | meaning |", "|---|---|---|", f"| {FILL_CODE} | (not built) | minute never derived |"]
+    lines += [f"| {STATE_CODES[n]} | {n} | {STATE_DESCRIPTIONS[n]} |" for n in STATE_NAMES]
+    return "\n".join(lines)
