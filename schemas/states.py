@@ -1,7 +1,7 @@
 """Staged tables ``node_states`` and ``failure_events`` and the ``cubes/state.zarr`` description.
 
 The state legend follows the SaNSA paper (Agarwal et al., Sec. II-B): codes 1..8 in the paper's
-numbering; ``-1`` marks minutes that were never built. The cube carries the legend as CF
+numbering; ``0`` marks minutes that were never built. The cube carries the legend as CF
 ``flag_values`` / ``flag_meanings`` attributes so any xarray reader can decode it.
 """
 
@@ -25,8 +25,8 @@ STATE_NAMES: tuple[str, ...] = (
 """State names; the code of ``STATE_NAMES[i]`` is ``i + 1`` (paper Sec. II-B numbering)."""
 
 STATE_CODES: dict[str, int] = {n: i + 1 for i, n in enumerate(STATE_NAMES)}
-FILL_CODE = -1
-"""Cube value of a minute that has not been derived."""
+FILL_CODE = 0
+"""Cube value of a minute that has not been derived (also the Zarr fill value of unwritten chunks)."""
 
 STATE_DESCRIPTIONS: dict[str, str] = {
     "DOWN": "node unavailable and followed by a reboot (or silent after Slurm lost it)",
@@ -95,9 +95,8 @@ def cube_attrs() -> dict[str, object]:
     """CF-style attributes of the ``state`` variable: the legend (paper Sec. II-B)."""
     return {
         "long_name": "SaNSA node state",
-        "flag_values": list(range(1, len(STATE_NAMES) + 1)),
-        "flag_meanings": " ".join(STATE_NAMES),
-        "missing_value": FILL_CODE,
+        "flag_values": [FILL_CODE, *range(1, len(STATE_NAMES) + 1)],
+        "flag_meanings": " ".join(("NOT_BUILT", *STATE_NAMES)),
         "sampling": "state in effect at the start of each minute (UTC)",
         "priority_low_to_high": "IDLE RESERVED_IDLE JOB_RUNNING CONNECTION_LOSS DOWN BOOTING ADMIN_RESV UNSCHEDULED_RESV",
         "references": "Agarwal et al., SaNSA - the Supercomputer and Node State Architecture, Sec. II-B/II-C",

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from models.states import NS_PER_S, Event, Events, Layers, Source, State, Timeline, derive_states, to_grid
+from schemas.cubes import compressors, string_encoding, time_encoding
 from schemas.names import is_valid_node_name
 from schemas.states import (
     CUBE_PATH,
@@ -459,11 +460,15 @@ def write_cube(store, grid: np.ndarray, nodes: list[str], t_start: int, rebuild:
         raise StatesError("state cube windows must be whole UTC days")
     times = (np.datetime64(t_start, "ns") + np.arange(n_t) * np.timedelta64(1, "m")).astype("datetime64[ns]")
     node_chunk = max(1, min(len(nodes), (16 << 20) // CUBE_TIME_CHUNK))
-    da = xr.DataArray(grid.astype(np.int8), dims=("node", "time"), coords={"node": np.array(nodes, dtype=str), "time": times},
+    node_coord = np.array(nodes, dtype=object)  # Zarr v3 variable-length string (has a v3 spec)
+    da = xr.DataArray(grid.astype(np.int8), dims=("node", "time"), coords={"node": node_coord, "time": times},
                       name=CUBE_VARIABLE, attrs=cube_attrs())
     ds = da.to_dataset()
-    enc = {CUBE_VARIABLE: {"chunks": (node_chunk, CUBE_TIME_CHUNK), "fill_value": FILL_CODE, "dtype": "int8"},
-           "time": {"units": "minutes since 1970-01-01", "calendar": "proleptic_gregorian", "dtype": "int64"}}
+    # int8 codes without CF masking (readers get int8, 0 = NOT_BUILT is the Zarr fill value), zstd, day chunks
+    enc = {CUBE_VARIABLE: {"chunks": (node_chunk, CUBE_TIME_CHUNK), "_FillValue": None, "dtype": "int8",
+                           "compressors": compressors()},
+           "time": {**time_encoding(CUBE_TIME_CHUNK), "units": "minutes since 1970-01-01"},
+           "node": string_encoding(len(nodes))}
     if rebuild and store.exists(*CUBE_PATH.split("/")):
         store.fs.rm(store.path(*CUBE_PATH.split("/")), recursive=True)
     if not store.exists(*CUBE_PATH.split("/")):
@@ -472,8 +477,8 @@ def write_cube(store, grid: np.ndarray, nodes: list[str], t_start: int, rebuild:
     existing = xr.open_zarr(url, consolidated=False, zarr_format=3)
     if list(existing["node"].values) != list(nodes):
         raise StatesError(f"{CUBE_PATH} has a different node set ({existing.sizes['node']} nodes); rebuild with --rebuild")
-    t0 = existing["time"].values[0].astype("datetime64[ns]").astype(np.int64)
-    t_last = existing["time"].values[-1].astype("datetime64[ns]").astype(np.int64) + MIN_NS
+    t0 = int(existing["time"].values[0].astype("datetime64[ns]").astype(np.int64))
+    t_last = int(existing["time"].values[-1].astype("datetime64[ns]").astype(np.int64)) + MIN_NS
     if t_start < t0:
         raise StatesError(f"{CUBE_PATH} starts {np.datetime64(t0, 'ns')}; earlier days need --rebuild")
     t_stop = t_start + n_t * MIN_NS
@@ -481,7 +486,7 @@ def write_cube(store, grid: np.ndarray, nodes: list[str], t_start: int, rebuild:
         n_new = (t_stop - t_last) // MIN_NS
         pad_times = (np.datetime64(t_last, "ns") + np.arange(n_new) * np.timedelta64(1, "m")).astype("datetime64[ns]")
         pad = xr.DataArray(np.full((len(nodes), n_new), FILL_CODE, np.int8), dims=("node", "time"),
-                           coords={"node": np.array(nodes, dtype=str), "time": pad_times}, name=CUBE_VARIABLE,
+                           coords={"node": node_coord, "time": pad_times}, name=CUBE_VARIABLE,
                            attrs=cube_attrs()).to_dataset()
         pad.to_zarr(url, append_dim="time", zarr_format=3, consolidated=False)
     i0 = int((t_start - t0) // MIN_NS)
