@@ -1,0 +1,182 @@
+"""Counter -> per-second rate conversion with reset handling, vectorised with numpy/pyarrow.
+
+Counters (bytes, packets, errors, I/O operations; ``kind="counter"`` in ``schemas/metrics.py``)
+are monotonically increasing totals. The staged telemetry table holds their per-second rate
+under ``<name>_rate``. For consecutive samples ``(t0, v0)``, ``(t1, v1)`` of one series
+(node, metric), sorted by time:
+
+* ``rate = (v1 - v0) / (t1 - t0)`` in units per second (status :data:`OK`);
+* the **first** sample of a series has no predecessor, so no rate (:data:`FIRST`, rate NaN);
+* a **reset** (``v1 < v0``: reboot, driver reload, 32/64-bit wrap) is taken as "the counter
+  restarted from 0 at ``t0``", so ``rate = v1 / (t1 - t0)`` (:data:`RESET`; the convention of
+  Prometheus ``rate()``). With ``on_reset="nan"`` the rate is NaN instead;
+* a repeated sample (same time, same value, i.e. a duplicated input row) gets the same rate and
+  status as the sample it repeats, so the ingest pipeline can count it as a duplicate;
+* the same time with a *different* value is a conflict (:data:`CONFLICT`, rate NaN);
+* NaN/inf input values are skipped (:data:`NONFINITE`, rate NaN) and do not break the series:
+  the next finite sample is differenced against the last finite one.
+
+Where it happens: in the parsers (``tasks/ingest/telemetry.py``), not in the generic pipeline,
+because a rate needs the previous sample of the series, which the parser sees in order. State is
+carried across the batches of one file (:class:`CounterState`), not across files, so the first
+sample of each series in each file has no rate and is rejected with a reason (never dropped
+silently). Rows whose rate is NaN are handed back to the caller with their status so it can
+reject them with :func:`status_reason`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+OK = 0
+FIRST = 1
+RESET = 2
+CONFLICT = 3
+NONFINITE = 4
+
+_REASONS = {
+    FIRST: "first sample of the counter series in this file, no rate",
+    RESET: "counter reset (value decreased), rate taken from 0",
+    CONFLICT: "two different counter values at the same time",
+    NONFINITE: "counter value is NaN or infinite",
+}
+
+
+def status_reason(status: int) -> str:
+    """Human reason for a non-OK status code."""
+    return _REASONS[int(status)]
+
+
+def counter_rates(
+    series: np.ndarray,
+    time_ns: np.ndarray,
+    value: np.ndarray,
+    on_reset: Literal["zero", "nan"] = "zero",
+    preset: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-second rates of counter samples, in the input order.
+
+    Args:
+        series: integer series id per sample (e.g. dictionary index of node+metric).
+        time_ns: sample times as int64 nanoseconds.
+        value: counter values (float64).
+        on_reset: ``"zero"`` (rate from 0 after a reset) or ``"nan"``.
+        preset: optional ``(rate, status)`` for the first ``len(rate)`` samples, used instead of the
+            computed values (samples carried over from an earlier batch whose rate is already known).
+
+    Returns:
+        ``(rate, status)``: float64 rates (NaN where undefined) and int8 status codes
+        (:data:`OK`, :data:`FIRST`, :data:`RESET`, :data:`CONFLICT`, :data:`NONFINITE`).
+    """
+    series = np.asarray(series)
+    time_ns = np.asarray(time_ns, dtype=np.int64)
+    value = np.asarray(value, dtype=np.float64)
+    n = len(value)
+    rate = np.full(n, np.nan)
+    status = np.full(n, NONFINITE, dtype=np.int8)
+    finite = np.isfinite(value)
+    idx = np.flatnonzero(finite)
+    if idx.size == 0:
+        return rate, status
+    # sort the finite samples by (series, time); stable so repeated rows keep their order
+    order = idx[np.lexsort((time_ns[idx], series[idx]))]
+    s, t, v = series[order], time_ns[order], value[order]
+    r = np.full(order.size, np.nan)
+    st = np.full(order.size, FIRST, dtype=np.int8)
+    same = np.zeros(order.size, dtype=bool)
+    same[1:] = s[1:] == s[:-1]
+    dt = np.zeros(order.size, dtype=np.int64)
+    dt[1:] = t[1:] - t[:-1]
+    dv = np.zeros(order.size)
+    dv[1:] = v[1:] - v[:-1]
+    has_prev = same & (dt > 0)
+    normal = has_prev & (dv >= 0)
+    reset = has_prev & (dv < 0)
+    secs = dt / 1e9
+    r[normal] = dv[normal] / secs[normal]
+    st[normal] = OK
+    st[reset] = RESET
+    if on_reset == "zero":
+        r[reset] = v[reset] / secs[reset]
+    repeat = same & (dt == 0) & (dv == 0)
+    conflict = same & (dt == 0) & (dv != 0)
+    st[conflict] = CONFLICT
+    if preset is not None and len(preset[0]):
+        pos = np.empty(n, dtype=np.int64)
+        pos[order] = np.arange(order.size)
+        k = len(preset[0])
+        fin_k = finite[:k]
+        r[pos[:k][fin_k]] = np.asarray(preset[0], np.float64)[fin_k]
+        st[pos[:k][fin_k]] = np.asarray(preset[1], np.int8)[fin_k]
+    if repeat.any():
+        # forward-fill rate/status from the last non-repeated sample (handles chains of repeats)
+        src = np.where(repeat, 0, np.arange(order.size))
+        src = np.maximum.accumulate(src)
+        r = r[src]
+        st = st[src]
+    rate[order] = r
+    status[order] = st
+    return rate, status
+
+
+@dataclass
+class CounterState:
+    """Last finite sample of every counter series seen so far in one file (carried across batches)."""
+
+    node: list[str] = field(default_factory=list)
+    metric: list[str] = field(default_factory=list)
+    time_ns: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    value: np.ndarray = field(default_factory=lambda: np.empty(0, np.float64))
+    rate: np.ndarray = field(default_factory=lambda: np.empty(0, np.float64))
+    status: np.ndarray = field(default_factory=lambda: np.empty(0, np.int8))
+
+    def __len__(self) -> int:
+        return len(self.node)
+
+
+def rates_with_state(
+    node: pa.Array,
+    metric: pa.Array,
+    time_ns: np.ndarray,
+    value: np.ndarray,
+    state: CounterState,
+    on_reset: Literal["zero", "nan"] = "zero",
+) -> tuple[np.ndarray, np.ndarray, CounterState]:
+    """:func:`counter_rates` for one batch, continuing series from ``state`` (previous batches).
+
+    Returns ``(rate, status, new_state)`` for the batch rows (state rows are only used as
+    predecessors). ``new_state`` holds the latest finite sample of every series seen so far.
+    """
+    k = len(state)
+    all_node = pa.concat_arrays([pa.array(state.node, pa.string()), node.cast(pa.string())])
+    all_metric = pa.concat_arrays([pa.array(state.metric, pa.string()), metric.cast(pa.string())])
+    all_t = np.concatenate([state.time_ns, np.asarray(time_ns, np.int64)])
+    all_v = np.concatenate([state.value, np.asarray(value, np.float64)])
+    key = pc.binary_join_element_wise(all_node, all_metric, "\x1f")
+    enc = pc.dictionary_encode(key).combine_chunks() if isinstance(key, pa.ChunkedArray) else pc.dictionary_encode(key)
+    sid = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    rate, status = counter_rates(sid, all_t, all_v, on_reset, preset=(state.rate, state.status))
+    # new state: latest finite sample per series (ties: the later row)
+    fin = np.flatnonzero(np.isfinite(all_v))
+    if fin.size:
+        o = fin[np.lexsort((np.arange(fin.size), all_t[fin], sid[fin]))]
+        last = np.ones(o.size, dtype=bool)
+        last[:-1] = sid[o][1:] != sid[o][:-1]
+        keep = o[last]
+        take = pa.array(keep)
+        new = CounterState(
+            node=all_node.take(take).to_pylist(),
+            metric=all_metric.take(take).to_pylist(),
+            time_ns=all_t[keep],
+            value=all_v[keep],
+            rate=rate[keep],
+            status=status[keep],
+        )
+    else:
+        new = state
+    return rate[k:], status[k:], new
