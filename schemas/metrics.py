@@ -11,10 +11,12 @@ inclusive valid range and a kind:
   (``<name>_rate``), a gauge in this catalogue with unit ``<unit> s-1``. See ``tasks/counters.py``
   for reset handling.
 
-Names follow what ``tasks/simulate/`` writes (per-socket CPU metrics ``cpu<k>_…`` for sockets
-0-7, fans ``fan<k>_rpm`` for 0-15, ...) plus the four columns of the real Turin per-node files
-(``power``, ``cpu1``, ``cpu2``, ``cpus_alloc``), which were standardised upstream and are
-therefore dimensionless (unit ``"1"``) with a wide range.
+Names are a superset of what ``tasks/simulate/metrics.py`` writes (checked by
+``tests/test_telemetry_catalogue.py``: same names and kinds, catalogue ranges contain the
+simulator's; per-socket CPU metrics ``cpu<k>_…`` for sockets 0-7, ``fan<k>_rpm`` for 0-15; the
+simulator's fan unit ``rpm`` is written ``min-1`` here, the UDUNITS spelling) plus the four
+columns of the real Turin per-node files (``power``, ``cpu1``, ``cpu2``, ``cpus_alloc``), which
+were standardised upstream and are therefore dimensionless (unit ``"1"``) with a wide range.
 
 Unknown metrics
 ---------------
@@ -40,8 +42,8 @@ CPU_SOCKETS = range(8)
 FANS = range(16)
 """Fan indices (``fan0_rpm`` to ``fan15_rpm``)."""
 
-_BIG = 1e15
-"""Upper bound for counters (a 64-bit byte counter would overflow at 1.8e19; 1e15 B = 1 PB per node)."""
+_BIG = float(2**64)
+"""Upper bound of a raw counter value (64-bit counters); raw counters are converted, never staged."""
 
 
 @dataclass(frozen=True)
@@ -90,58 +92,61 @@ def _base_metrics() -> list[Metric]:
     m: list[Metric] = []
     for k in CPU_SOCKETS:
         m += [
-            _g(f"cpu{k}_load", "%", f"CPU utilisation of socket {k}", 0.0, 100.0),
+            _g(f"cpu{k}_load", "1", f"run-queue load of socket {k} (1-min average)", 0.0, 4096.0),
             _g(f"cpu{k}_user", "%", f"CPU time in user mode, socket {k}", 0.0, 100.0),
             _g(f"cpu{k}_sys", "%", f"CPU time in kernel mode, socket {k}", 0.0, 100.0),
             _g(f"cpu{k}_iowait", "%", f"CPU time waiting for I/O, socket {k}", 0.0, 100.0),
+            _g(f"cpu{k}_idle", "%", f"CPU idle time, socket {k}", 0.0, 100.0),
             _g(f"cpu{k}_freq", "MHz", f"mean core frequency of socket {k}", 0.0, 10_000.0),
             _g(f"temp_cpu{k}", "degC", f"package temperature of socket {k}", -20.0, 130.0),
             _g(f"power_cpu{k}", "W", f"package power of socket {k}", 0.0, 1_000.0),
         ]
+    mem = 64.0 * 2**40  # 64 TiB: larger than any node's memory
     m += [
         _g("load1", "1", "1-minute load average", 0.0, 10_000.0),
-        _g("mem_used", "GiB", "memory used", 0.0, 65_536.0),
-        _g("mem_free", "GiB", "memory free", 0.0, 65_536.0),
-        _g("mem_cached", "GiB", "page cache", 0.0, 65_536.0),
-        _g("mem_buffers", "GiB", "buffer cache", 0.0, 65_536.0),
-        _g("swap_used", "GiB", "swap used", 0.0, 65_536.0),
+        _g("procs_running", "1", "runnable processes", 0.0, 100_000.0),
+        _g("procs_blocked", "1", "processes blocked on I/O", 0.0, 100_000.0),
+        _g("mem_used", "By", "memory used (MemTotal - MemFree - Buffers - Cached)", 0.0, mem),
+        _g("mem_free", "By", "memory free", 0.0, mem),
+        _g("mem_cached", "By", "page cache", 0.0, mem),
+        _g("mem_buffers", "By", "buffer cache", 0.0, mem),
+        _g("swap_used", "By", "swap used", 0.0, mem),
         _g("power_node", "W", "node input power", 0.0, 20_000.0),
-        _g("power_cpu", "W", "CPU power (all sockets)", 0.0, 5_000.0),
-        _g("power_mem", "W", "memory power", 0.0, 2_000.0),
+        _g("power_cpu", "W", "CPU package power (all sockets)", 0.0, 5_000.0),
+        _g("power_mem", "W", "memory (DRAM) power", 0.0, 2_000.0),
         _g("power_gpu", "W", "GPU power (all GPUs)", 0.0, 10_000.0),
         _g("temp_inlet", "degC", "air inlet temperature", -20.0, 80.0),
-        _g("temp_outlet", "degC", "air outlet temperature", -20.0, 100.0),
-        _g("temp_mem", "degC", "DIMM temperature", -20.0, 120.0),
-        _g("temp_gpu", "degC", "GPU temperature", -20.0, 130.0),
+        _g("temp_exhaust", "degC", "air exhaust temperature", -20.0, 100.0),
+        _g("temp_dimm", "degC", "hottest DIMM temperature", -20.0, 120.0),
+        _g("temp_gpu", "degC", "hottest GPU temperature", -20.0, 130.0),
         _g("temp_board", "degC", "mainboard temperature", -20.0, 120.0),
+        _g("disk_util", "%", "local disk busy time share", 0.0, 100.0),
     ]
-    m += [_g(f"fan{k}_rpm", "min-1", f"speed of fan {k}", 0.0, 50_000.0) for k in FANS]
+    m += [_g(f"fan{k}_rpm", "min-1", f"speed of fan {k} (revolutions per minute)", 0.0, 50_000.0) for k in FANS]
     m += [
-        _c("net_rx_bytes", "B", "Ethernet bytes received", 1.25e11),
-        _c("net_tx_bytes", "B", "Ethernet bytes transmitted", 1.25e11),
+        _c("net_rx_bytes", "By", "Ethernet bytes received", 1.25e11),
+        _c("net_tx_bytes", "By", "Ethernet bytes transmitted", 1.25e11),
         _c("net_rx_packets", "1", "Ethernet packets received", 2e9),
         _c("net_tx_packets", "1", "Ethernet packets transmitted", 2e9),
-        _c("net_rx_errors", "1", "Ethernet receive errors", 2e9),
-        _c("net_tx_errors", "1", "Ethernet transmit errors", 2e9),
-        _c("ib_rx_bytes", "B", "InfiniBand bytes received", 1e11),
-        _c("ib_tx_bytes", "B", "InfiniBand bytes transmitted", 1e11),
+        _c("net_errors", "1", "Ethernet receive + transmit errors", 2e9),
+        _c("ib_rx_bytes", "By", "InfiniBand bytes received", 1e11),
+        _c("ib_tx_bytes", "By", "InfiniBand bytes transmitted", 1e11),
         _c("ib_rx_packets", "1", "InfiniBand packets received", 2e9),
         _c("ib_tx_packets", "1", "InfiniBand packets transmitted", 2e9),
-        _c("ib_symbol_errors", "1", "InfiniBand symbol errors", 2e9),
+        _c("ib_errors", "1", "InfiniBand symbol + receive errors", 2e9),
         _c("ib_link_downed", "1", "InfiniBand link-down events", 1e6),
-        _c("ib_rcv_errors", "1", "InfiniBand receive errors", 2e9),
-        _c("disk_read_bytes", "B", "bytes read from local disks", 5e10),
-        _c("disk_write_bytes", "B", "bytes written to local disks", 5e10),
+        _c("disk_read_bytes", "By", "bytes read from local disks", 5e10),
+        _c("disk_write_bytes", "By", "bytes written to local disks", 5e10),
         _c("disk_read_ops", "1", "read operations on local disks", 1e8),
         _c("disk_write_ops", "1", "write operations on local disks", 1e8),
-        _c("lustre_read_bytes", "B", "bytes read from Lustre", 1e11),
-        _c("lustre_write_bytes", "B", "bytes written to Lustre", 1e11),
-        _c("lustre_open", "1", "Lustre open operations", 1e8),
-        _c("lustre_close", "1", "Lustre close operations", 1e8),
-        _c("lustre_getattr", "1", "Lustre getattr operations", 1e8),
-        _c("lustre_setattr", "1", "Lustre setattr operations", 1e8),
-        _c("lustre_statfs", "1", "Lustre statfs operations", 1e8),
-        _c("lustre_ops", "1", "Lustre metadata operations (all kinds)", 1e8),
+        _c("lustre_read_bytes", "By", "bytes read from Lustre", 1e11),
+        _c("lustre_write_bytes", "By", "bytes written to Lustre", 1e11),
+        _c("lustre_ops", "1", "Lustre client metadata operations (open/close/getattr/...)", 1e8),
+        _c("nfs_ops", "1", "NFS client RPC operations", 1e8),
+        _c("edac_ce_count", "1", "EDAC correctable memory errors", 1e9),
+        _c("edac_ue_count", "1", "EDAC uncorrectable memory errors", 1e9),
+        _c("ctx_switches", "1", "context switches", 1e10),
+        _c("interrupts", "1", "interrupts serviced", 1e10),
     ]
     # Real Turin (ADMIRE) per-node files: standardised upstream, so dimensionless with a wide range.
     turin = "standardised upstream (ADMIRE Turin dataset), not a physical unit"

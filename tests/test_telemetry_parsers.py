@@ -54,7 +54,7 @@ def test_catalogue_counters_have_rate_gauges_and_no_counter_is_staged():
     for c in COUNTERS:
         assert CATALOGUE[c + "_rate"].kind == "gauge"
         assert c not in STAGED_METRICS
-    assert CATALOGUE["net_rx_bytes_rate"].unit == "B s-1"
+    assert CATALOGUE["net_rx_bytes_rate"].unit == "By s-1"
     assert CATALOGUE["net_rx_packets_rate"].unit == "s-1"
     for name in ("power", "cpu1", "cpu2", "cpus_alloc"):
         assert CATALOGUE[name].unit == "1"
