@@ -1,0 +1,42 @@
+"""Aggregation of staged tables into the Zarr cubes (see ``schemas/cubes.py`` and ``docs/cubes.md``).
+
+Entry points for other modules and flows:
+
+* :func:`tasks.cubes.build.build_days` – build days of a cube on a Dask client;
+* :func:`open_telemetry_cube` / :func:`open_syslog_cube` – the cubes as ``xarray.Dataset`` (lazy);
+* :func:`day_complete` – whether a day was built from the staged files present now.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tasks.cubes.build import day_complete
+
+if TYPE_CHECKING:
+    import xarray as xr
+
+    from tasks.store import Store
+
+__all__ = ["day_complete", "open_syslog_cube", "open_telemetry_cube"]
+
+
+def _open(store: Store, key: str) -> xr.Dataset:
+    import xarray as xr
+
+    from tasks.cubes.writer import quiet_consolidated
+
+    if not store.exists("cubes", key, "zarr.json"):
+        raise FileNotFoundError(f"no cube {store.url_of('cubes', key)}: run `nodewatch cubes build --start ... --end ...` first")
+    with quiet_consolidated():
+        return xr.open_zarr(store.url_of("cubes", key), consolidated=True, zarr_format=3)
+
+
+def open_telemetry_cube(store: Store) -> xr.Dataset:
+    """``cubes/telemetry.zarr`` as a lazy (dask-backed) ``xarray.Dataset`` with dims (node, time, metric)."""
+    return _open(store, "telemetry.zarr")
+
+
+def open_syslog_cube(store: Store) -> xr.Dataset:
+    """``cubes/syslog.zarr`` as a lazy ``xarray.Dataset`` with dims (node, time[, time_1min], severity)."""
+    return _open(store, "syslog.zarr")

@@ -1,0 +1,252 @@
+"""Build cube days as a Dask graph: scan slabs → merge per node batch → region write → day marker.
+
+Graph of one telemetry day (every arrow is a Dask task dependency)::
+
+    scan(slab 0) ─┐             ┌─> merge+write Region(day, 0) ─┐
+    scan(slab 1) ─┼─ split by ──┼─> merge+write Region(day, 1) ─┼─> marker (client side)
+    ...          ─┘  node batch └─> ...                         ┘
+
+A scan streams whole row groups of one staged file into window statistics over the day's full
+node × time × metric grid and splits them into node batches, so only one batch's state moves to
+the task that merges (in slab order: deterministic) and writes it. Days are submitted with a bounded
+number in flight, which bounds memory independently of the range length. Runs on a
+``distributed.LocalCluster`` by default or on any scheduler address.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from schemas.cubes import SYSLOG, TELEMETRY, CubeSpec, spec_for
+from schemas.names import is_valid_node_name
+from tasks.cubes.layout import Region, batches
+from tasks.cubes.syslog import count_lines, syslog_nodes
+from tasks.cubes.telemetry import (
+    DEFAULT_SLAB_ROWS,
+    ScanReport,
+    WindowStats,
+    merge_all,
+    plan_slabs,
+    scan_nodes_metrics,
+    scan_slab,
+    split_by_batch,
+)
+from tasks.cubes.writer import Geometry, ensure_cube, input_fingerprint, read_marker, write_marker, write_region
+from tasks.store import Store
+
+
+@dataclass
+class DayResult:
+    """What building one day of one cube did."""
+
+    kind: str
+    day: date
+    status: str  # "built" | "no-data"
+    report: dict[str, Any] = field(default_factory=dict)
+    regions: int = 0
+    seconds: float = 0.0
+
+
+def days_between(start: date, end: date) -> list[date]:
+    """Inclusive list of days from ``start`` to ``end``."""
+    if end < start:
+        raise ValueError(f"end {end} is before start {start}")
+    return [start + timedelta(days=i) for i in range((end - start).days + 1)]
+
+
+def read_topology(store: Store) -> dict[str, dict[str, str]]:
+    """``node → {"rack", "row"}`` from the staged ``topology`` table (last staged value wins)."""
+    tbl = store.read_staged("topology")
+    if tbl is None:
+        return {}
+    cols = [c for c in ("node", "rack", "row") if c in tbl.column_names]
+    df = tbl.select(cols).to_pandas()
+    out: dict[str, dict[str, str]] = {}
+    for rec in df.to_dict("records"):
+        n = rec["node"]
+        if is_valid_node_name(n):
+            out[n] = {k: ("" if rec.get(k) is None or pd.isna(rec.get(k)) else str(rec[k])) for k in ("rack", "row")}
+    return out
+
+
+@contextmanager
+def dask_client(address: str | None = None, n_workers: int = 2, processes: bool = True) -> Iterator[Any]:
+    """A ``distributed.Client``: to ``address`` if given, else to a new LocalCluster (closed on exit)."""
+    from distributed import Client, LocalCluster
+
+    if address:
+        with Client(address) as c:
+            yield c
+        return
+    with (
+        LocalCluster(n_workers=n_workers, threads_per_worker=1 if processes else 2, processes=processes,
+                     dashboard_address=":0", memory_limit=0) as cluster,
+        Client(cluster) as c,
+    ):
+        yield c
+
+
+# ----------------------------------------------------------------------------- task bodies (run on workers)
+def _scan_split(url: str, slab: Any, day: date, step: pd.Timedelta, nodes: dict[str, int], metrics: dict[str, int],
+                node_chunk: int) -> tuple[list[WindowStats], ScanReport]:
+    stats, rep = scan_slab(Store(url), slab, day, step, nodes, metrics)
+    per_node = int(pd.Timedelta("1D") / step) * len(metrics)
+    return split_by_batch(stats, node_chunk, len(nodes), per_node), rep
+
+
+def _batch_of(scan: tuple[list[WindowStats], ScanReport], b: int) -> WindowStats:
+    return scan[0][b]
+
+
+def _report_of(scan: tuple[list[WindowStats], ScanReport]) -> ScanReport:
+    return scan[1]
+
+
+def _merge_write_telemetry(url: str, step: str, geo: Geometry, region: Region, *parts: WindowStats) -> tuple[int, int]:
+    spec = spec_for(TELEMETRY, step)
+    stats = merge_all(list(parts))
+    sl = region.node_slice(geo.node_chunk, len(geo.nodes))
+    arrays = stats.finalize((sl.stop - sl.start, spec.steps_per_day("time"), len(geo.metrics)))
+    write_region(Store(url), spec, geo, region, arrays)
+    has = arrays["count"] > 0
+    return int(has.any(axis=(1, 2)).sum()), int(has.sum())
+
+
+def _count_syslog(url: str, files: list[str], day: date, nodes: dict[str, int]) -> tuple[np.ndarray, np.ndarray, ScanReport]:
+    return count_lines(Store(url), files, day, nodes)
+
+
+def _write_syslog(
+    url: str, geo: Geometry, region: Region, counts: tuple[np.ndarray, np.ndarray, ScanReport]
+) -> tuple[int, int]:
+    sl = region.node_slice(geo.node_chunk, len(geo.nodes))
+    coarse, fine = counts[0][sl], counts[1][sl]
+    write_region(Store(url), spec_for(SYSLOG), geo, region, {"lines": coarse, "lines_1min": fine})
+    per_window = coarse.sum(axis=2) > 0
+    return int(per_window.any(axis=1).sum()), int(per_window.sum())
+
+
+def _syslog_report(counts: tuple[np.ndarray, np.ndarray, ScanReport]) -> ScanReport:
+    return counts[2]
+
+
+# ----------------------------------------------------------------------------- driver
+def _axes(client: Any, store: Store, kind: str, day_files: dict[date, list[str]]) -> tuple[set[str], set[str], list[str]]:
+    """Node and metric names in the staged files (computed on the cluster, one task per file)."""
+    files = [f for fs in day_files.values() for f in fs]
+    if kind == TELEMETRY:
+        futs = client.map(lambda p: scan_nodes_metrics(Store(store.url), [p]), files, pure=False)
+        res = client.gather(futs)
+        nodes = set().union(*(r[0] for r in res)) if res else set()
+        metrics = set().union(*(r[1] for r in res)) if res else set()
+    else:
+        futs = client.map(lambda p: syslog_nodes(Store(store.url), [p]), files, pure=False)
+        nodes = set().union(*client.gather(futs)) if files else set()
+        metrics = set()
+    bad = sorted(n for n in nodes if not is_valid_node_name(n))
+    return {n for n in nodes if is_valid_node_name(n)}, metrics, bad
+
+
+def build_days(
+    store: Store,
+    kind: str,
+    days: list[date],
+    client: Any,
+    step: str = "15min",
+    node_batch: int = 50,
+    epoch: date | None = None,
+    slab_rows: int = DEFAULT_SLAB_ROWS,
+    max_days_in_flight: int | None = None,
+    run_id: str | None = None,
+) -> list[DayResult]:
+    """Aggregate staged ``kind`` (``telemetry``/``syslog``) of ``days`` into its cube on ``client``.
+
+    Idempotent: a day's regions are fully rewritten from all staged parts of that day, then its
+    coverage marker is written. Days without staged data are reported as ``no-data`` and untouched.
+    """
+    from distributed import wait
+
+    spec: CubeSpec = spec_for(kind, step)
+    day_files = {d: store.staged_files(kind, [d.isoformat()]) for d in sorted(set(days))}
+    results = [DayResult(kind, d, "no-data") for d, fs in day_files.items() if not fs]
+    day_files = {d: fs for d, fs in day_files.items() if fs}
+    if not day_files:
+        return results
+    topo = read_topology(store)
+    nodes, metrics, bad = _axes(client, store, kind, day_files)
+    geo = ensure_cube(store, spec, list(day_files), nodes | set(topo), topo, metrics, node_batch, epoch)
+    n_nodes = len(geo.nodes)
+    node_idx, metric_idx = geo.node_index, geo.metric_index
+    url = store.url
+    tok = run_id or f"{time.time_ns():x}"
+    limit = max_days_in_flight or max(1, len(client.scheduler_info().get("workers", {})))
+    pending: list[tuple[date, float, list[str], list[Any], Any]] = []
+
+    def finish(entry: tuple[date, float, list[str], list[Any], Any]) -> None:
+        day, t0, files, writes, reports = entry
+        written = client.gather(writes)
+        with_data = sum(w[0] for w in written)
+        first = next(iter(spec.steps))
+        windows = n_nodes * spec.steps_per_day(first) * (len(geo.metrics) if kind == TELEMETRY else 1)
+        rep = ScanReport()
+        for r in client.gather(reports):
+            rep = rep.merge(r)
+        payload = {
+            "day": day.isoformat(), "cube": spec.key, "inputs": input_fingerprint(store, files), **rep.as_dict(),
+            "nodes": n_nodes, "nodes_with_data": with_data, "metrics": len(geo.metrics),
+            "step_seconds": int(spec.steps[first].total_seconds()), "windows": windows,
+            "windows_with_data": sum(w[1] for w in written),
+            "run_id": run_id, "regions": len(writes),
+        }
+        write_marker(store, spec, day, payload)
+        results.append(DayResult(kind, day, "built", payload, len(writes), time.perf_counter() - t0))
+
+    for day, files in day_files.items():
+        t0 = time.perf_counter()
+        regions = [Region(day, b) for b in batches(n_nodes, geo.node_chunk)]
+        pre = f"{kind}-{day.isoformat()}-{tok}"
+        if kind == TELEMETRY:
+            slabs = plan_slabs(store, files, slab_rows)
+            scans = [client.submit(_scan_split, url, s, day, spec.steps["time"], node_idx, metric_idx, geo.node_chunk,
+                                   key=f"scan-{pre}-{i}") for i, s in enumerate(slabs)]
+            writes = []
+            for r in regions:
+                parts = [client.submit(_batch_of, s, r.node_batch, key=f"part-{pre}-{i}-{r.node_batch}")
+                         for i, s in enumerate(scans)]
+                writes.append(client.submit(_merge_write_telemetry, url, step, geo, r, *parts, key=f"write-{pre}-{r.key}"))
+            reports = [client.submit(_report_of, s, key=f"report-{pre}-{i}") for i, s in enumerate(scans)]
+        else:
+            counts = client.submit(_count_syslog, url, files, day, node_idx, key=f"count-{pre}")
+            writes = [client.submit(_write_syslog, url, geo, r, counts, key=f"write-{pre}-{r.key}") for r in regions]
+            reports = [client.submit(_syslog_report, counts, key=f"report-{pre}")]
+        pending.append((day, t0, files, writes, reports))
+        while len(pending) >= limit:
+            wait(pending[0][3])
+            finish(pending.pop(0))
+    for entry in pending:
+        finish(entry)
+    if bad:
+        for r in results:
+            r.report.setdefault("invalid_node_names", bad[:20])
+    return sorted(results, key=lambda r: r.day)
+
+
+def day_complete(store: Store, day: date, kind: str = TELEMETRY) -> bool:
+    """True if ``day`` of cube ``kind`` was built from exactly the staged files present now.
+
+    A new staged part for the day (a late ingest) makes the day incomplete again, so the nightly
+    flow rebuilds it.
+    """
+    m = read_marker(store, spec_for(kind), day)
+    if m is None:
+        return False
+    files = store.staged_files(kind, [day.isoformat()])
+    return m.get("inputs") == input_fingerprint(store, files)

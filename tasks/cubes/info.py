@@ -1,0 +1,72 @@
+"""What is in a cube: dims, chunks, size on disk and coverage per day (for ``nodewatch cubes info``)."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from typing import Any
+
+from schemas.cubes import TELEMETRY, spec_for
+from tasks.cubes.build import day_complete
+from tasks.cubes.writer import quiet_consolidated, read_geometry, read_marker
+from tasks.store import Store
+
+
+def cube_size_bytes(store: Store, key: str) -> int:
+    """Bytes on disk of every file of a cube."""
+    return sum(int(store.fs.size(p)) for p in store.iter_files("cubes", key))
+
+
+def cube_info(store: Store, kind: str = TELEMETRY) -> dict[str, Any] | None:
+    """Summary of cube ``kind``: dims, chunks, epoch, size and one coverage row per known day.
+
+    Days listed are those with a staged partition or a coverage marker; ``status`` is ``complete``
+    (built from the staged files present now), ``stale`` (built, but staged files changed since),
+    or ``missing`` (staged, never built). Returns ``None`` if the cube does not exist.
+    """
+    import zarr
+
+    spec = spec_for(kind)
+    geo = read_geometry(store, spec)
+    if geo is None:
+        return None
+    with quiet_consolidated():
+        g = zarr.open_group(store.url_of("cubes", spec.key), mode="r", use_consolidated=False)
+    attrs = dict(g.attrs)
+    spec = spec_for(kind, f"{geo.step_seconds}s") if kind == TELEMETRY else spec
+    variables = {}
+    for v in spec.variables:
+        a = g[v.name]
+        variables[v.name] = {"dims": list(v.dims), "shape": list(a.shape), "chunks": list(a.chunks), "dtype": str(a.dtype)}
+    staged = {date.fromisoformat(d) for d in store.staged_dates(kind)}
+    marked = set()
+    base = store.path("cubes", f"{kind}.days")
+    if store.fs.exists(base):
+        for p in store.fs.ls(base, detail=False):
+            name = p.rsplit("/", 1)[1]
+            if name.endswith(".json") and not name.startswith(".tmp"):
+                marked.add(date.fromisoformat(name[:-5]))
+    days = []
+    for d in sorted(staged | marked):
+        m = read_marker(store, spec, d)
+        status = "missing" if m is None else ("complete" if day_complete(store, d, kind) else "stale")
+        row: dict[str, Any] = {"day": d.isoformat(), "status": status}
+        if m is not None:
+            w = m.get("windows") or 0
+            row.update(nodes_with_data=m.get("nodes_with_data"), rows_used=m.get("rows_used"),
+                       coverage=(m.get("windows_with_data", 0) / w) if w else 0.0, run_id=m.get("run_id"))
+        days.append(row)
+    last = geo.epoch + timedelta(days=geo.n_days - 1)
+    return {
+        "cube": spec.key,
+        "url": store.url_of("cubes", spec.key),
+        "epoch": geo.epoch.isoformat(),
+        "allocated_days": geo.n_days,
+        "allocated_until": last.isoformat(),
+        "nodes": len(geo.nodes),
+        "metrics": len(geo.metrics),
+        "node_chunk": geo.node_chunk,
+        "step": attrs.get("step", str(spec.steps[next(iter(spec.steps))])),
+        "variables": variables,
+        "size_bytes": cube_size_bytes(store, spec.key),
+        "days": days,
+    }
