@@ -141,7 +141,7 @@ def test_long_csv_bad_lines_are_rejected_with_line_numbers_and_no_good_row_lost(
 
 
 def test_long_csv_small_blocks_keep_line_numbers(monkeypatch):
-    import tasks.ingest.telemetry as tel
+    import tasks.ingest._vectorised as tel
 
     monkeypatch.setattr(tel, "CSV_BLOCK", 64)
     lines = [b"time,node,metric,value"]

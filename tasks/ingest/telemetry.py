@@ -50,183 +50,42 @@ from typing import BinaryIO
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 from schemas.metrics import COUNTERS
 from schemas.names import is_valid_node_name
 from schemas.telemetry import ROW_CHECKS, TELEMETRY
 from tasks.counters import CounterState, rates_with_state, status_reason
+from tasks.ingest._vectorised import (
+    TS,
+    CsvBlocks,
+    apply_aliases,
+    combine,
+    csv_header,
+    empty_line_mask,
+    epoch_seconds_to_ts,
+    file_error,
+    parse_float_strings,
+    parse_time_strings,
+    read_header,
+    reject_table,
+    time_to_utc,
+    to_numpy,
+    to_utf8,
+    utf8_columns,
+    value_to_float,
+)
 from tasks.ingest.base import REJECT_SCHEMA, Format, ParseContext, ParseResult, SourceSpec, empty_rejects
-from tasks.ingest.inputs import InputError
 
 ROW_SCHEMA = TELEMETRY.arrow_schema()
-TS = pa.timestamp("ns", tz="UTC")
 TIME_NAMES = ("timestamp", "time")
 TURIN_METRICS = ("power", "cpu1", "cpu2", "cpus_alloc")
 TURIN_TIME = "date"
 LDMS_META = ("#Time", "Time_usec", "ProducerName", "component_id", "job_id")
-CSV_BLOCK = 1 << 22
 
-_ISO_ZONED = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$"
-_ISO_NAIVE = r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?$"
-_EPOCH = r"^[+-]?\d+(\.\d*)?$"
-_FLOAT = r"^[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[Nn][Aa][Nn]|[Ii]nf(inity)?|INF)$"
-_MAX_EPOCH_S = 9.2e9  # int64 nanoseconds overflow beyond ~2262
 
 
 # ---------------------------------------------------------------------------------------- helpers
-def _err(ctx: ParseContext, msg: str) -> InputError:
-    return InputError(f"{ctx.name}: {msg}")
-
-
-def _np(a: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    return np.asarray(a.to_numpy(zero_copy_only=False))
-
-
-def _combine(a: pa.Array | pa.ChunkedArray) -> pa.Array:
-    return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
-
-
-def to_utf8(arr: pa.Array) -> tuple[pa.Array, np.ndarray]:
-    """Binary -> string; returns ``(strings, invalid_mask)`` with invalid UTF-8 values as null."""
-    arr = _combine(arr)
-    try:
-        return arr.cast(pa.string()), np.zeros(len(arr), bool)
-    except pa.ArrowInvalid:
-        vals = arr.to_pylist()
-        bad = np.zeros(len(vals), bool)
-        out: list[str | None] = []
-        for i, v in enumerate(vals):
-            try:
-                out.append(None if v is None else v.decode("utf-8"))
-            except UnicodeDecodeError:
-                out.append(None)
-                bad[i] = True
-        return pa.array(out, pa.string()), bad
-
-
-def _cast_or_per_value(arr: pa.Array, typ: pa.DataType) -> pa.Array:
-    """Cast; if the cast fails as a whole, cast value by value (nulls for failures). Bad data only."""
-    try:
-        return arr.cast(typ)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        out = []
-        for v in arr:
-            try:
-                out.append(pa.array([v.as_py()], arr.type).cast(typ)[0].as_py())
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                out.append(None)
-        return pa.array(out, typ)
-
-
-def parse_float_strings(arr: pa.Array) -> pa.Array:
-    """Strings -> float64 (``nan``/``inf`` accepted, surrounding blanks stripped); unparseable -> null."""
-    arr = pc.utf8_trim_whitespace(_combine(arr))
-    try:
-        return arr.cast(pa.float64())
-    except pa.ArrowInvalid:
-        ok = pc.fill_null(pc.match_substring_regex(arr, _FLOAT), False)
-        good = pc.if_else(ok, arr, pa.scalar(None, pa.string()))
-        return _cast_or_per_value(good, pa.float64())
-
-
-def parse_time_strings(arr: pa.Array, tz: str) -> pa.Array:
-    """ISO 8601 strings (zoned or read in ``tz``) or epoch seconds -> ``timestamp[ns, UTC]``; bad -> null."""
-    arr = pc.utf8_trim_whitespace(_combine(arr))
-    try:
-        return arr.cast(TS)
-    except pa.ArrowInvalid:
-        pass
-    try:
-        return _localize(arr.cast(pa.timestamp("ns")), tz)
-    except pa.ArrowInvalid:
-        pass
-    out = pa.nulls(len(arr), TS)
-    zoned = pc.fill_null(pc.match_substring_regex(arr, _ISO_ZONED), False)
-    if pc.any(zoned).as_py():
-        part = _cast_or_per_value(pc.if_else(zoned, arr, pa.scalar(None, pa.string())), TS)
-        out = pc.if_else(zoned, part, out)
-    naive = pc.fill_null(pc.match_substring_regex(arr, _ISO_NAIVE), False)
-    if pc.any(naive).as_py():
-        part = _cast_or_per_value(pc.if_else(naive, arr, pa.scalar(None, pa.string())), pa.timestamp("ns"))
-        part = _localize(part, tz)
-        out = pc.if_else(naive, part, out)
-    epoch = pc.fill_null(pc.match_substring_regex(arr, _EPOCH), False)
-    if pc.any(epoch).as_py():
-        secs = parse_float_strings(pc.if_else(epoch, arr, pa.scalar(None, pa.string())))
-        out = pc.if_else(epoch, epoch_seconds_to_ts(secs), out)
-    return out
-
-
-def epoch_seconds_to_ts(secs: pa.Array) -> pa.Array:
-    """Float epoch seconds -> ``timestamp[ns, UTC]`` (microsecond rounding; out-of-range -> null)."""
-    s = _np(pc.fill_null(secs.cast(pa.float64()), np.nan)).astype(np.float64)
-    ok = np.isfinite(s) & (np.abs(s) < _MAX_EPOCH_S)
-    us = np.round(np.where(ok, s, 0.0) * 1e6).astype(np.int64)
-    return pa.array(us * 1000, pa.int64(), mask=~ok).cast(TS)
-
-
-def _localize(naive: pa.Array, tz: str) -> pa.Array:
-    """Zone-less timestamps read as wall time in ``tz`` -> UTC (DST-ambiguous/missing: earliest)."""
-    return pc.assume_timezone(naive.cast(pa.timestamp("ns")), tz, ambiguous="earliest", nonexistent="earliest").cast(TS)
-
-
-def time_to_utc(col: pa.Array, tz: str) -> pa.Array:
-    """Any time-like Arrow column -> ``timestamp[ns, UTC]`` (bad values -> null)."""
-    col = _combine(col)
-    t = col.type
-    if pa.types.is_dictionary(t):
-        col, t = col.cast(t.value_type), t.value_type
-    if pa.types.is_timestamp(t):
-        if t.tz is None:
-            try:
-                col = _localize(col, tz)
-            except pa.ArrowInvalid:  # out of the ns range: per value
-                col = _localize(_cast_or_per_value(col, pa.timestamp("ns")), tz)
-        try:
-            return col.cast(TS)
-        except pa.ArrowInvalid:  # out of the ns range (e.g. year 3000 in a us column)
-            us = col.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
-            lim = int(_MAX_EPOCH_S * 1e6)
-            ok = pc.and_(pc.less(us, lim), pc.greater(us, -lim))
-            return pc.if_else(ok, us, pa.scalar(None, pa.int64())).cast(pa.timestamp("us", tz="UTC")).cast(TS)
-    if pa.types.is_date(t):
-        return _localize(col.cast(pa.timestamp("ns")), tz)
-    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
-        return epoch_seconds_to_ts(col)
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return parse_time_strings(col, tz)
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return parse_time_strings(to_utf8(col)[0], tz)
-    raise InputError(f"time column has unsupported type {t}")
-
-
-def value_to_float(col: pa.Array) -> pa.Array:
-    """Numeric or string column -> float64 (unparseable -> null)."""
-    col = _combine(col)
-    t = col.type
-    if pa.types.is_dictionary(t):
-        col, t = col.cast(t.value_type), t.value_type
-    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_boolean(t):
-        return col.cast(pa.float64())
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return parse_float_strings(col)
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return parse_float_strings(to_utf8(col)[0])
-    raise InputError(f"value column has unsupported type {t}")
-
-
-def apply_aliases(node: pa.Array, aliases: dict[str, str] | None) -> pa.Array:
-    """Replace host aliases by canonical node names (vectorised lookup)."""
-    if not aliases:
-        return node
-    keys = pa.array(list(aliases.keys()), pa.string())
-    vals = pa.array(list(aliases.values()), pa.string())
-    idx = pc.index_in(node, value_set=keys)
-    return pc.if_else(pc.is_null(idx), node, vals.take(idx))
-
-
 def _raw_lines(time: pa.Array, node: pa.Array, metric: pa.Array, value: np.ndarray) -> list[str]:
     ts = pc.fill_null(pc.strftime(time, format="%Y-%m-%dT%H:%M:%S.%f%z"), "").to_pylist() if len(time) else []
     return [f"{t},{n},{m},{v!r}" for t, n, m, v in zip(ts, node.to_pylist(), metric.to_pylist(), value.tolist(), strict=True)]
@@ -250,20 +109,20 @@ class _Emitter:
         rejects: Sequence[pa.Table] = (),
     ) -> Iterator[ParseResult]:
         """Yield ParseResults (at most ``ctx.batch_rows`` rows each) for parsed columns."""
-        node = apply_aliases(_combine(node).cast(pa.string()), dict(self.ctx.aliases))
-        metric = _combine(metric).cast(pa.string())
-        time = _combine(time)
-        value_np = _np(pc.fill_null(_combine(value).cast(pa.float64()), np.nan)).astype(np.float64, copy=True)
-        value_null = _np(pc.is_null(_combine(value)))
+        node = apply_aliases(combine(node).cast(pa.string()), dict(self.ctx.aliases))
+        metric = combine(metric).cast(pa.string())
+        time = combine(time)
+        value_np = to_numpy(pc.fill_null(combine(value).cast(pa.float64()), np.nan)).astype(np.float64, copy=True)
+        value_null = to_numpy(pc.is_null(combine(value)))
         offset = np.asarray(offset, np.int64)
         rej = [r for r in rejects if r.num_rows]
-        is_counter = _np(pc.fill_null(pc.is_in(metric, value_set=self._counters), False)).astype(bool)
+        is_counter = to_numpy(pc.fill_null(pc.is_in(metric, value_set=self._counters), False)).astype(bool)
         keep = np.ones(len(value_np), bool)
         if is_counter.any():
             ci = np.flatnonzero(is_counter)
             take = pa.array(ci)
             c_node, c_metric, c_time = node.take(take), metric.take(take), time.take(take)
-            t_ns = _np(pc.fill_null(c_time.cast(pa.int64()), np.iinfo(np.int64).min)).astype(np.int64)
+            t_ns = to_numpy(pc.fill_null(c_time.cast(pa.int64()), np.iinfo(np.int64).min)).astype(np.int64)
             v = np.where(value_null[ci], np.nan, value_np[ci])
             v[t_ns == np.iinfo(np.int64).min] = np.nan  # no time: cannot be placed in a series
             rate, status, self.state = rates_with_state(c_node, c_metric, t_ns, v, self.state)
@@ -300,19 +159,6 @@ class _Emitter:
             yield ParseResult(rows.slice(start, step), rejects_t if i == 0 else empty_rejects())
 
 
-def _reject(offsets: np.ndarray, raws: list[str], reasons: list[str] | str) -> pa.Table:
-    if isinstance(reasons, str):
-        reasons = [reasons] * len(raws)
-    return pa.table(
-        {
-            "source_offset": pa.array(np.asarray(offsets, np.int64), pa.int64()),
-            "raw": pa.array([r[:4096] for r in raws], pa.string()),
-            "reason": pa.array(reasons, pa.string()),
-        },
-        schema=REJECT_SCHEMA,
-    )
-
-
 # ---------------------------------------------------------------------------------------- parquet
 def _open_parquet(stream: BinaryIO, ctx: ParseContext) -> pq.ParquetFile:
     try:
@@ -320,7 +166,7 @@ def _open_parquet(stream: BinaryIO, ctx: ParseContext) -> pq.ParquetFile:
             stream = io.BytesIO(stream.read())  # compressed parquet: must be random access
         return pq.ParquetFile(stream)
     except (pa.ArrowException, OSError, EOFError) as e:
-        raise _err(ctx, f"not a readable parquet file (truncated or corrupt?): {e}") from e
+        raise file_error(ctx, f"not a readable parquet file (truncated or corrupt?): {e}") from e
 
 
 def _iter_parquet(pf: pq.ParquetFile, ctx: ParseContext, columns: list[str]) -> Iterator[pa.RecordBatch]:
@@ -330,7 +176,7 @@ def _iter_parquet(pf: pq.ParquetFile, ctx: ParseContext, columns: list[str]) -> 
             yield rb
             done += rb.num_rows
     except (pa.ArrowException, OSError, EOFError) as e:
-        raise _err(ctx, f"corrupt parquet data after row {done}: {e}") from e
+        raise file_error(ctx, f"corrupt parquet data after row {done}: {e}") from e
 
 
 def _time_name(names: Sequence[str]) -> str | None:
@@ -347,7 +193,7 @@ def parse_long_parquet(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseRes
     tcol = _time_name(names)
     missing = [n for n in ("node", "metric", "value") if n not in names] + ([] if tcol else ["timestamp|time"])
     if missing:
-        raise _err(
+        raise file_error(
             ctx, f"missing columns {missing} for long-format telemetry (found {names[:12]}); expected timestamp,node,metric,value"
         )
     em = _Emitter(ctx)
@@ -377,22 +223,22 @@ def _unparsed(
     raw_t: pa.Array, time: pa.Array, raw_v: pa.Array, value: pa.Array, node: pa.Array, metric: pa.Array, off: np.ndarray
 ) -> tuple[np.ndarray, pa.Table] | None:
     """Rows whose time or value could not be parsed (the input was not null but the result is)."""
-    bad_t = _np(pc.and_(pc.is_null(time), pc.is_valid(raw_t))).astype(bool)
-    bad_v = _np(pc.and_(pc.is_null(value), pc.is_valid(raw_v))).astype(bool)
+    bad_t = to_numpy(pc.and_(pc.is_null(time), pc.is_valid(raw_t))).astype(bool)
+    bad_v = to_numpy(pc.and_(pc.is_null(value), pc.is_valid(raw_v))).astype(bool)
     bad = bad_t | bad_v
     if not bad.any():
         return None
     bi = np.flatnonzero(bad)
     take = pa.array(bi)
-    rt = [str(x) for x in _combine(raw_t).take(take).to_pylist()]
-    rv = [str(x) for x in _combine(raw_v).take(take).to_pylist()]
+    rt = [str(x) for x in combine(raw_t).take(take).to_pylist()]
+    rv = [str(x) for x in combine(raw_v).take(take).to_pylist()]
     nn, mm = node.take(take).to_pylist(), metric.take(take).to_pylist()
     raws = [f"{a},{b},{c},{d}" for a, b, c, d in zip(rt, nn, mm, rv, strict=True)]
     reasons = [
         f"parse: unparseable time {a!r}" if bad_t[i] else f"parse: value {d!r} is not a number"
         for i, a, d in zip(bi.tolist(), rt, rv, strict=True)
     ]
-    return ~bad, _reject(off[bi], raws, reasons)
+    return ~bad, reject_table(off[bi], raws, reasons)
 
 
 def turin_node(name: str) -> str:
@@ -405,11 +251,13 @@ def turin_node(name: str) -> str:
 def _parse_turin_file(pf: pq.ParquetFile, ctx: ParseContext) -> Iterator[ParseResult]:
     node_name = turin_node(ctx.name)
     if not is_valid_node_name(node_name):
-        raise _err(ctx, f"file name does not give a valid node name ({node_name[:80]!r}); rename the file to <node>.parquet")
+        raise file_error(
+            ctx, f"file name does not give a valid node name ({node_name[:80]!r}); rename the file to <node>.parquet"
+        )
     names = pf.schema_arrow.names
     missing = [c for c in (*TURIN_METRICS, TURIN_TIME) if c not in names]
     if missing:
-        raise _err(ctx, f"missing columns {missing} for a Turin per-node file (found {names[:12]})")
+        raise file_error(ctx, f"missing columns {missing} for a Turin per-node file (found {names[:12]})")
     metrics = [c for c in names if c != TURIN_TIME and not c.startswith("__index_level_")]
     em = _Emitter(ctx)
     offset = 0
@@ -422,8 +270,8 @@ def _parse_turin_file(pf: pq.ParquetFile, ctx: ParseContext) -> Iterator[ParseRe
         nulls = np.empty((n, k), bool)
         for j, m in enumerate(metrics):
             col = value_to_float(rb.column(m))
-            vals[:, j] = _np(pc.fill_null(col, np.nan))
-            nulls[:, j] = _np(pc.is_null(col))
+            vals[:, j] = to_numpy(pc.fill_null(col, np.nan))
+            nulls[:, j] = to_numpy(pc.is_null(col))
         rows_off = np.arange(offset, offset + n, dtype=np.int64)
         offset += n
         rep = pa.array(np.repeat(np.arange(n), k))
@@ -432,11 +280,11 @@ def _parse_turin_file(pf: pq.ParquetFile, ctx: ParseContext) -> Iterator[ParseRe
         metric_long = m_arr.take(pa.array(np.tile(np.arange(k), n)))
         v_long = pa.array(vals.ravel(), pa.float64(), mask=nulls.ravel())
         node_long = pa.array(np.full(n * k, node_name, dtype=object), pa.string())
-        bad_t = _np(pc.is_null(t_long)).astype(bool)
+        bad_t = to_numpy(pc.is_null(t_long)).astype(bool)
         rej = []
         if bad_t.any():
             bi = np.flatnonzero(bad_t)
-            rej.append(_reject(off_long[bi], [f"{node_name},{m}" for m in metric_long.take(pa.array(bi)).to_pylist()],
+            rej.append(reject_table(off_long[bi], [f"{node_name},{m}" for m in metric_long.take(pa.array(bi)).to_pylist()],
                                "parse: missing or out-of-range date"))
             keep = pa.array(np.flatnonzero(~bad_t))
             t_long, node_long, metric_long, v_long, off_long = (
@@ -452,134 +300,26 @@ def parse_turin_parquet(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseRe
 
 
 # ---------------------------------------------------------------------------------------- CSV
-def _read_header(stream: BinaryIO, ctx: ParseContext) -> list[str]:
-    line = stream.readline(1 << 16)
-    if not line:
-        raise _err(ctx, "empty file (no header line)")
-    if not line.endswith(b"\n") and len(line) >= 1 << 16:
-        raise _err(ctx, "line 1: header longer than 64 KiB; not a telemetry CSV")
-    try:
-        text = line.decode("utf-8").lstrip("\ufeff").rstrip("\r\n")
-    except UnicodeDecodeError as e:
-        raise _err(ctx, f"line 1: header is not UTF-8 ({e.reason} at byte {e.start}); not a telemetry CSV") from e
-    if "\x00" in text:
-        raise _err(ctx, "line 1: header contains NUL bytes; not a telemetry CSV")
-    cols = [c.strip() for c in text.split(",")]
-    dup = sorted({c for c in cols if cols.count(c) > 1})
-    if dup:
-        raise _err(ctx, f"line 1: duplicate header columns {dup}")
-    return cols
-
-
-class _CsvBlocks:
-    """Streams a CSV body (header already read) as binary columns with physical line numbers."""
-
-    def __init__(self, stream: BinaryIO, ctx: ParseContext, columns: list[str], include: list[str]) -> None:
-        self.ctx = ctx
-        self.columns = columns
-        self.invalid: list[tuple[int, str]] = []
-        self._skipped_u: list[int] = []  # u_j = s_j - j for skipped rows s_j (0-based body line)
-        self._rows_seen = 0
-
-        def handler(row: pcsv.InvalidRow) -> str:
-            num = int(row.number) if row.number is not None else -1
-            self.invalid.append((num, row.text))
-            self._skipped_u.append(num - 1 - len(self._skipped_u))
-            return "skip"
-
-        try:
-            self.reader = pcsv.open_csv(
-                stream,
-                read_options=pcsv.ReadOptions(column_names=columns, block_size=CSV_BLOCK, use_threads=False),
-                parse_options=pcsv.ParseOptions(invalid_row_handler=handler, ignore_empty_lines=False),
-                convert_options=pcsv.ConvertOptions(
-                    column_types={c: pa.binary() for c in columns}, include_columns=include, strings_can_be_null=False
-                ),
-            )
-        except (pa.ArrowException, OSError, EOFError) as e:
-            raise _err(ctx, f"cannot read CSV: {e}") from e
-
-    def __iter__(self) -> Iterator[tuple[pa.RecordBatch, np.ndarray, pa.Table]]:
-        while True:
-            try:
-                rb = self.reader.read_next_batch()
-            except StopIteration:
-                rej = self._take_invalid()
-                if rej.num_rows:
-                    yield pa.RecordBatch.from_pylist([], schema=self.reader.schema), np.empty(0, np.int64), rej
-                return
-            except (pa.ArrowException, OSError, EOFError) as e:
-                raise _err(self.ctx, f"stream ends unexpectedly or is corrupt after line {self._last_line()}: {e}") from e
-            n = rb.num_rows
-            g = np.arange(self._rows_seen, self._rows_seen + n, dtype=np.int64)
-            self._rows_seen += n
-            u = np.asarray(self._skipped_u, np.int64)
-            body_line = g + np.searchsorted(u, g, side="right")  # 0-based body line
-            yield rb, body_line + 2, self._take_invalid()
-
-    def _last_line(self) -> int:
-        return self._rows_seen + len(self._skipped_u) + 1
-
-    def _take_invalid(self) -> pa.Table:
-        if not self.invalid:
-            return empty_rejects()
-        inv, self.invalid = self.invalid, []
-        n_cols = len(self.columns)
-        reasons = [
-            f"parse: expected {n_cols} fields, found {t.count(',') + 1}" if num >= 0 else "parse: malformed CSV row"
-            for num, t in inv
-        ]
-        return _reject(np.array([num + 1 for num, _ in inv]), [t for _, t in inv], reasons)
-
-
-def _empty_line_mask(rb: pa.RecordBatch) -> np.ndarray:
-    m = np.ones(rb.num_rows, bool)
-    for c in rb.columns:
-        m &= _np(pc.equal(pc.binary_length(c), 0)).astype(bool)
-    return m
-
-
-def _utf8_columns(
-    rb: pa.RecordBatch, names: list[str], lines: np.ndarray
-) -> tuple[dict[str, pa.Array], np.ndarray, list[pa.Table]]:
-    """Decode binary columns; rows with invalid UTF-8 in any of them are returned as rejects."""
-    out: dict[str, pa.Array] = {}
-    bad = np.zeros(rb.num_rows, bool)
-    which: dict[int, str] = {}
-    for c in names:
-        s, b = to_utf8(rb.column(c))
-        out[c] = s
-        for i in np.flatnonzero(b & ~bad).tolist():
-            which[i] = c
-        bad |= b
-    rej = []
-    if bad.any():
-        bi = np.flatnonzero(bad)
-        raws = [",".join((rb.column(c)[i].as_py() or b"").decode("utf-8", "replace") for c in names) for i in bi.tolist()]
-        rej.append(_reject(lines[bi], raws, [f"parse: invalid UTF-8 in column {which[i]}" for i in bi.tolist()]))
-    return out, bad, rej
-
-
 def parse_long_csv(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
     """Parse a long-format CSV (header ``timestamp|time,node,metric,value``)."""
-    cols = _read_header(stream, ctx)
+    cols = read_header(stream, ctx)
     low = [c.lower() for c in cols]
     tcol = next((cols[low.index(n)] for n in TIME_NAMES if n in low), None)
     need = {n: cols[low.index(n)] for n in ("node", "metric", "value") if n in low}
     missing = [n for n in ("node", "metric", "value") if n not in need] + ([] if tcol else ["timestamp|time"])
     if missing:
-        raise _err(ctx, f"line 1: missing columns {missing} (header {cols[:12]}); expected timestamp,node,metric,value")
+        raise file_error(ctx, f"line 1: missing columns {missing} (header {cols[:12]}); expected timestamp,node,metric,value")
     assert tcol is not None
     use = [tcol, need["node"], need["metric"], need["value"]]
     em = _Emitter(ctx)
-    for rb, lines, inv in _CsvBlocks(stream, ctx, cols, use):
+    for rb, lines, inv in CsvBlocks(stream, ctx, cols, use):
         if rb.num_rows == 0:
             yield ParseResult(ROW_SCHEMA.empty_table(), inv)
             continue
-        empty = _empty_line_mask(rb.select(use))
+        empty = empty_line_mask(rb.select(use))
         if empty.any():
             rb, lines = rb.filter(pa.array(~empty)), lines[~empty]
-        dec, bad, rej = _utf8_columns(rb, use, lines)
+        dec, bad, rej = utf8_columns(rb, use, lines)
         rej = [inv, *rej]
         if bad.any():
             keep = pa.array(np.flatnonzero(~bad))
@@ -600,25 +340,25 @@ def parse_long_csv(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]
 
 def parse_ldms_csv(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
     """Parse an LDMS ``store_csv`` wide file and melt it to long rows (see module doc)."""
-    cols = _read_header(stream, ctx)
+    cols = read_header(stream, ctx)
     if "#Time" not in cols or "ProducerName" not in cols:
-        raise _err(ctx, f"line 1: not an LDMS CSV header: needs #Time and ProducerName (header {cols[:12]})")
+        raise file_error(ctx, f"line 1: not an LDMS CSV header: needs #Time and ProducerName (header {cols[:12]})")
     metrics = [c for c in cols if c not in LDMS_META]
     if not metrics:
-        raise _err(ctx, "line 1: LDMS header has no metric columns")
+        raise file_error(ctx, "line 1: LDMS header has no metric columns")
     has_usec = "Time_usec" in cols
     use = ["#Time", "ProducerName", *(["Time_usec"] if has_usec else []), *metrics]
     em = _Emitter(ctx)
     k = len(metrics)
     m_arr = pa.array(metrics, pa.string())
-    for rb, lines, inv in _CsvBlocks(stream, ctx, cols, use):
+    for rb, lines, inv in CsvBlocks(stream, ctx, cols, use):
         if rb.num_rows == 0:
             yield ParseResult(ROW_SCHEMA.empty_table(), inv)
             continue
-        empty = _empty_line_mask(rb)
+        empty = empty_line_mask(rb)
         if empty.any():
             rb, lines = rb.filter(pa.array(~empty)), lines[~empty]
-        dec, bad, rej = _utf8_columns(rb, use, lines)
+        dec, bad, rej = utf8_columns(rb, use, lines)
         rej = [inv, *rej]
         if bad.any():
             keep = pa.array(np.flatnonzero(~bad))
@@ -632,10 +372,10 @@ def parse_ldms_csv(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]
             usec_ok = pc.and_(pc.is_valid(usec), pc.less(pc.fill_null(usec, -1.0), 1e6))
             secs = pc.if_else(usec_ok, pc.add(whole, pc.divide(pc.fill_null(usec, 0.0), 1e6)), secs)
         time = epoch_seconds_to_ts(secs)
-        bad_t = _np(pc.is_null(time)).astype(bool)
+        bad_t = to_numpy(pc.is_null(time)).astype(bool)
         if bad_t.any():
             bi = np.flatnonzero(bad_t)
-            rej.append(_reject(lines[bi], [str(dec["#Time"][i].as_py()) for i in bi.tolist()],
+            rej.append(reject_table(lines[bi], [str(dec["#Time"][i].as_py()) for i in bi.tolist()],
                                [f"parse: unparseable #Time {dec['#Time'][i].as_py()!r} ({k} values)" for i in bi.tolist()]))
         vals = np.empty((n, k), np.float64)
         bad_v = np.zeros((n, k), bool)
@@ -643,8 +383,8 @@ def parse_ldms_csv(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]
         for j, m in enumerate(metrics):
             raw = dec[m]
             f = parse_float_strings(raw)
-            vals[:, j] = _np(pc.fill_null(f, np.nan))
-            bad_v[:, j] = _np(pc.is_null(f)).astype(bool)
+            vals[:, j] = to_numpy(pc.fill_null(f, np.nan))
+            bad_v[:, j] = to_numpy(pc.is_null(f)).astype(bool)
             raws_v.append(raw)
         # a line with an unparseable time rejects all its cells (counted once per cell)
         keep_cell = ~bad_v & ~bad_t[:, None]
@@ -656,12 +396,12 @@ def parse_ldms_csv(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]
                 f"parse: value of {metrics[j]} {'is empty' if not raws_v[j][i].as_py() else 'is not a number'}"
                 for i, j in zip(ri.tolist(), rj.tolist(), strict=True)
             ]
-            rej.append(_reject(lines[ri], raws, reasons))
+            rej.append(reject_table(lines[ri], raws, reasons))
         if bad_t.any():  # account every cell of a bad-time line: one reject per cell
             bi = np.flatnonzero(bad_t)
             extra = k - 1
             if extra:
-                rej.append(_reject(np.repeat(lines[bi], extra), ["(same line)"] * (len(bi) * extra),
+                rej.append(reject_table(np.repeat(lines[bi], extra), ["(same line)"] * (len(bi) * extra),
                                    "parse: unparseable #Time (further values of the line)"))
         flat = np.flatnonzero(keep_cell.ravel())
         ri, rj = flat // k, flat % k
@@ -703,20 +443,9 @@ def sniff_turin_parquet(head: bytes) -> float:
     return 1.0 if set(TURIN_METRICS) | {TURIN_TIME} <= set(names) else 0.0
 
 
-def _csv_header(head: bytes) -> list[str] | None:
-    if head.startswith(b"PAR1") or b"\x00" in head[:4096]:
-        return None
-    first = head.split(b"\n", 1)[0]
-    try:
-        text = first.decode("utf-8").lstrip("\ufeff").rstrip("\r")
-    except UnicodeDecodeError:
-        return None
-    return [c.strip() for c in text.split(",")]
-
-
 def sniff_long_csv(head: bytes) -> float:
     """Header with timestamp|time, node, metric, value."""
-    cols = _csv_header(head)
+    cols = csv_header(head)
     if not cols:
         return 0.0
     low = {c.lower() for c in cols}
@@ -725,7 +454,7 @@ def sniff_long_csv(head: bytes) -> float:
 
 def sniff_ldms_csv(head: bytes) -> float:
     """Header starting ``#Time`` with a ``ProducerName`` column."""
-    cols = _csv_header(head)
+    cols = csv_header(head)
     if not cols:
         return 0.0
     return 1.0 if cols[0] == "#Time" and "ProducerName" in cols else 0.0
