@@ -116,7 +116,7 @@ def syslog_table(times: list[str], nodes: list[str], severities: list[int | None
     """A staged-schema syslog table from explicit rows (for tests)."""
     n = len(times)
     return pa.table({
-        "time": pa.array(pd.to_datetime(times, utc=True).as_unit("ns").asi8, pa.timestamp("ns", tz="UTC")),
+        "time": pa.array(pd.to_datetime(times, utc=True, format="ISO8601").as_unit("ns").asi8, pa.timestamp("ns", tz="UTC")),
         "node": nodes,
         "facility": pa.array([1] * n, pa.int8()),
         "severity": pa.array(severities, pa.int8()),
@@ -130,7 +130,7 @@ def syslog_table(times: list[str], nodes: list[str], severities: list[int | None
 def telemetry_table(times: list[str], nodes: list[str], metrics: list[str], values: list[float], offset: int = 0) -> pa.Table:
     """A staged-schema telemetry table from explicit rows (for tests)."""
     return pa.table({
-        "time": pa.array(pd.to_datetime(times, utc=True).as_unit("ns").asi8, pa.timestamp("ns", tz="UTC")),
+        "time": pa.array(pd.to_datetime(times, utc=True, format="ISO8601").as_unit("ns").asi8, pa.timestamp("ns", tz="UTC")),
         "node": nodes,
         "metric": metrics,
         "value": pa.array(values, pa.float64()),
