@@ -1,0 +1,1 @@
+"""Simulated HPC cluster writing real formats with ground truth (issue 5)."""
