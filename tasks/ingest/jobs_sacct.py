@@ -409,7 +409,7 @@ def parse_sacct(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
 
     def reject(no: int, text: str, reason: str) -> None:
         rej_off.append(no)
-        rej_raw.append(text)
+        rej_raw.append(text.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
         rej_reason.append("parse: " + reason)
 
     while True:

@@ -137,22 +137,48 @@ def _int_strings(vals: np.ndarray, missing: np.ndarray) -> pa.Array:
     return ints.cast(pa.string())
 
 
+GOOD, NON_INTEGRAL, FUTURE, OUT_OF_RANGE = 0, 1, 2, 3
+_ROW_REASONS = {
+    NON_INTEGRAL: "parse: job number, processors, requested time, status, user, group and partition must be integers",
+    FUTURE: "parse: time is more than 1 day after the file's reference time (future timestamp)",
+    OUT_OF_RANGE: "parse: time before the year 1678 (out of range)",
+}
+_MIN_S = -9.2e9  # earliest second representable as int64 nanoseconds (1678)
+
+
 def _rows_from_values(
-    v: np.ndarray, line_no: np.ndarray, header: SwfHeader, system: str
+    v: np.ndarray, line_no: np.ndarray, header: SwfHeader, system: str, limit_s: float
 ) -> tuple[pa.Table, np.ndarray]:
-    """Build job rows from a ``(n, 18)`` value matrix; also returns the mask of rows with non-integral ids/counts."""
+    """Build job rows from a ``(n, 18)`` value matrix.
+
+    Also returns a per-row problem code (GOOD, NON_INTEGRAL ids/counts, FUTURE or OUT_OF_RANGE times);
+    times of rows with a time problem are zeroed so the nanosecond conversion cannot overflow.
+    """
     n = v.shape[0]
     job = v[:, 0]
     sub, wait, run = v[:, 1], v[:, 2], v[:, 3]
     procs = np.where(v[:, 4] == -1, v[:, 7], v[:, 4])
     intcols = np.stack([job, procs, v[:, 8], v[:, 10], v[:, 11], v[:, 12], v[:, 15]], axis=1)
-    non_integral = (intcols != np.floor(intcols)).any(axis=1)
+    problem = np.zeros(n, dtype=np.int8)
+    problem[(intcols != np.floor(intcols)).any(axis=1)] = NON_INTEGRAL
 
     base = float(header.unix_start)
     sub_missing = sub == -1
     start_missing = sub_missing | (wait == -1)
     end_missing = start_missing | (run == -1)
-    submit_ns = np.rint((base + sub) * _NS).astype(np.int64)
+    sub_s = base + sub
+    start_s = sub_s + np.where(start_missing, 0, wait)
+    end_s = start_s + np.where(end_missing, 0, run)
+    times = np.stack([np.where(sub_missing, 0, sub_s), start_s, end_s], axis=1)
+    problem[(times < _MIN_S).any(axis=1)] = OUT_OF_RANGE
+    problem[(times > limit_s).any(axis=1)] = FUTURE
+    bad_time = (problem == FUTURE) | (problem == OUT_OF_RANGE)
+    if bad_time.any():
+        sub, wait, run = (np.where(bad_time, 0, a) for a in (sub, wait, run))
+        base_arr = np.where(bad_time, 0.0, base)
+    else:
+        base_arr = base
+    submit_ns = np.rint((base_arr + sub) * _NS).astype(np.int64)
     start_ns = submit_ns + np.rint(np.where(start_missing, 0, wait) * _NS).astype(np.int64)
     end_ns = start_ns + np.rint(np.where(end_missing, 0, run) * _NS).astype(np.int64)
 
@@ -200,36 +226,42 @@ def _rows_from_values(
         "source_format": pa.repeat(pa.scalar("swf", pa.string()), n),
         "source_offset": pa.array(line_no, pa.int64()),
     }
-    return pa.Table.from_pydict(cols, schema=PARSED_SCHEMA), non_integral
-
-
-def _future_limit_ns(ctx: ParseContext) -> int:
-    """Timestamps later than this (reference time + 1 day) are rejected as being in the future."""
-    return int((ctx.reference_time + timedelta(days=1)).timestamp()) * _NS
+    return pa.Table.from_pydict(cols, schema=PARSED_SCHEMA), problem
 
 
 def _read_blocks(stream: BinaryIO, name: str) -> Iterator[bytes]:
-    """Yield blocks of complete lines (the last one may lack its newline)."""
-    carry = b""
-    lines_before = 0
+    """Yield blocks of about :data:`BLOCK_BYTES` of complete lines (the last one may lack its newline).
+
+    Reads with ``read1`` where available so that when a compressed stream is cut, the complete lines
+    decompressed before the cut are still yielded, then :class:`InputError` is raised.
+    """
+    read = getattr(stream, "read1", None) or stream.read
+    buf = bytearray()
+    lines_done = 0
     while True:
         try:
-            chunk = stream.read(BLOCK_BYTES)
+            chunk = read(1 << 20)
         except _STREAM_ERRORS as e:
-            line = lines_before + carry.count(b"\n") + 1
-            raise InputError(f"{name}: stream ends unexpectedly (truncated or corrupt compressed file: {e}), line {line}") from e
+            cut = buf.rfind(b"\n")
+            if cut >= 0:
+                block = bytes(buf[: cut + 1])
+                lines_done += block.count(b"\n")
+                yield block
+            raise InputError(
+                f"{name}: stream ends unexpectedly (truncated or corrupt compressed file: {e}), line {lines_done + 1}"
+            ) from e
         if not chunk:
-            if carry:
-                yield carry
+            if buf:
+                yield bytes(buf)
             return
-        data = carry + chunk
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            carry = data
-            continue
-        block, carry = data[: cut + 1], data[cut + 1 :]
-        lines_before += block.count(b"\n")
-        yield block
+        buf += chunk
+        if len(buf) >= BLOCK_BYTES:
+            cut = buf.rfind(b"\n")
+            if cut >= 0:
+                block = bytes(buf[: cut + 1])
+                del buf[: cut + 1]
+                lines_done += block.count(b"\n")
+                yield block
 
 
 def parse_swf(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
@@ -247,7 +279,7 @@ def parse_swf(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
     any_bytes = False
     first_block = True
     line_base = 0
-    limit_ns = _future_limit_ns(ctx)
+    limit_s = (ctx.reference_time + timedelta(days=1)).timestamp()  # later times are "in the future"
     for block in _read_blocks(stream, ctx.name):
         any_bytes = True
         n, values, status, starts, ends, nfields, bad_field = k.scan(block)
@@ -269,9 +301,8 @@ def parse_swf(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
         first_block = False
         if ok.any() or bad.any():
             seen_data = True
-        rows, non_integral = _rows_from_values(values[ok], line_no[ok], header, system)
-        future = _future_mask(rows, limit_ns)
-        drop = non_integral | future
+        rows, problem = _rows_from_values(values[ok], line_no[ok], header, system, limit_s)
+        drop = problem != GOOD
         rej_idx = np.flatnonzero(bad)
         rej_off = [int(line_no[i]) for i in rej_idx]
         rej_raw = [block[starts[i] : ends[i]] for i in rej_idx]
@@ -282,11 +313,7 @@ def parse_swf(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
                 i = ok_idx[j]
                 rej_off.append(int(line_no[i]))
                 rej_raw.append(block[starts[i] : ends[i]])
-                rej_reason.append(
-                    "parse: job number, processors, requested time, status, user, group and partition must be integers"
-                    if non_integral[j]
-                    else "parse: time is more than 1 day after the file's reference time (future timestamp)"
-                )
+                rej_reason.append(_ROW_REASONS[int(problem[j])])
             rows = rows.filter(pa.array(~drop))
         rejects = rejects_table(rej_off, rej_raw, rej_reason) if rej_off else empty_rejects()
         if rejects.num_rows:
@@ -299,18 +326,6 @@ def parse_swf(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
             yield ParseResult(part, rejects if lo == 0 else empty_rejects())
     if not any_bytes:
         raise InputError(f"{ctx.name}: empty file (0 bytes), line 0")
-
-
-def _future_mask(rows: pa.Table, limit_ns: int) -> np.ndarray:
-    """Rows whose submit, start or end time is later than ``limit_ns``."""
-    out = np.zeros(rows.num_rows, dtype=bool)
-    for c in ("submit_time", "start_time", "end_time"):
-        a = rows[c].combine_chunks().cast(pa.int64()).to_numpy(zero_copy_only=False)
-        if a.dtype.kind == "f":  # nulls present -> float with NaN
-            out |= np.nan_to_num(a, nan=-np.inf) > limit_ns
-        else:
-            out |= a > limit_ns
-    return out
 
 
 def sniff_swf(head: bytes) -> float:
