@@ -1,0 +1,204 @@
+"""Failure-model fitting for the checkpoint tables: clean failure times, fit per group, Q-Q plots.
+
+Input is a plain DataFrame with columns ``group`` (system or node group), ``node`` and ``start``
+(UTC timestamps), so both the staged ``failures`` table (LANL/PNNL records) and the
+``failure_events`` derived from node states feed it. :func:`prepare_failures` drops duplicates and
+events outside the observation window and sorts unsorted input, counting each; :func:`fit_groups`
+fits exponential and Weibull by censored MLE (:mod:`models.failures`) per group.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from models.failures import FailureModel, Fit, fit_exponential, fit_weibull, interarrival_times
+
+_UNITS_H = {
+    "s": 1 / 3600, "sec": 1 / 3600, "secs": 1 / 3600, "second": 1 / 3600, "seconds": 1 / 3600,
+    "m": 1 / 60, "min": 1 / 60, "mins": 1 / 60, "minute": 1 / 60, "minutes": 1 / 60,
+    "h": 1.0, "hr": 1.0, "hrs": 1.0, "hour": 1.0, "hours": 1.0,
+    "d": 24.0, "day": 24.0, "days": 24.0,
+    "w": 168.0, "wk": 168.0, "week": 168.0, "weeks": 168.0,
+    "y": 8766.0, "yr": 8766.0, "yrs": 8766.0, "year": 8766.0, "years": 8766.0,
+}
+_PART = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*([A-Za-z]*)")
+
+
+def parse_duration_hours(text: str, what: str = "duration") -> float:
+    """Parse ``"5y"``, ``"10m"``, ``"1h30m"``, ``"0.25h"`` into hours (y = 365.25 d, m = minutes).
+
+    Raises a one-line ``ValueError`` for a missing or unknown unit, garbage and values <= 0.
+    """
+    s = str(text).strip()
+    if not s:
+        raise ValueError(f"{what}: empty; give a number with a unit, e.g. 10m, 6h, 5y")
+    total = 0.0
+    pos = 0
+    while pos < len(s):
+        m = _PART.match(s, pos)
+        if not m or m.end() == pos:
+            raise ValueError(f"{what}: cannot parse {s!r}; give a number with a unit, e.g. 10m, 6h, 5y")
+        num = float(s[m.start(1) : m.start(2)].strip() or "nan")
+        unit = m.group(2).lower()
+        if not unit:
+            raise ValueError(f"{what}: {s!r} has no unit; use s, m (minutes), h, d, w or y")
+        if unit not in _UNITS_H:
+            raise ValueError(f"{what}: unknown unit {m.group(2)!r} in {s!r}; use s, m (minutes), h, d, w or y")
+        total += num * _UNITS_H[unit]
+        pos = m.end()
+    if not math.isfinite(total) or total <= 0:
+        raise ValueError(f"{what}: {s!r} must be a positive duration")
+    return total
+
+
+@dataclass
+class PrepCounts:
+    """What :func:`prepare_failures` did to the input rows (rows_in = kept + duplicates + outside + missing)."""
+
+    rows_in: int = 0
+    kept: int = 0
+    duplicates: int = 0
+    outside_window: int = 0
+    missing_time: int = 0
+    out_of_order: int = 0  # rows whose start was earlier than the row before them (input was re-sorted)
+    per_group: dict[str, int] = field(default_factory=dict)
+
+
+def prepare_failures(
+    df: pd.DataFrame,
+    window: tuple[pd.Timestamp | None, pd.Timestamp | None] | None = None,
+) -> tuple[pd.DataFrame, PrepCounts]:
+    """Clean a (group, node, start) frame: drop missing times, exact duplicates and events outside the window.
+
+    The window is half-open ``[start, end)``; the result is sorted by (group, start, node).
+    """
+    missing = [c for c in ("group", "node", "start") if c not in df.columns]
+    if missing:
+        raise ValueError(f"failure frame lacks columns {missing}; need group, node, start")
+    c = PrepCounts(rows_in=len(df))
+    d = df[["group", "node", "start"]].copy()
+    d["start"] = pd.to_datetime(d["start"], utc=True)
+    c.missing_time = int(d["start"].isna().sum())
+    d = d[d["start"].notna()]
+    c.out_of_order = int((d.groupby("group", sort=False)["start"].diff() < pd.Timedelta(0)).sum())
+    dup = d.duplicated(["group", "node", "start"])
+    c.duplicates = int(dup.sum())
+    d = d[~dup]
+    if window is not None:
+        lo, hi = (pd.Timestamp(x) if x is not None else None for x in window)
+        lo = lo.tz_localize("UTC") if lo is not None and lo.tzinfo is None else lo
+        hi = hi.tz_localize("UTC") if hi is not None and hi.tzinfo is None else hi
+        inside = pd.Series(True, index=d.index)
+        if lo is not None:
+            inside &= d["start"] >= lo
+        if hi is not None:
+            inside &= d["start"] < hi
+        c.outside_window = int((~inside).sum())
+        d = d[inside]
+    d = d.sort_values(["group", "start", "node"], kind="stable").reset_index(drop=True)
+    c.kept = len(d)
+    c.per_group = {str(k): int(v) for k, v in d.groupby("group").size().items()}
+    return d, c
+
+
+def fit_groups(
+    df: pd.DataFrame,
+    window: tuple[pd.Timestamp | None, pd.Timestamp | None] | None = None,
+    min_failures: int = 10,
+) -> tuple[pd.DataFrame, dict[str, tuple[np.ndarray, np.ndarray]], PrepCounts]:
+    """Fit exponential and Weibull to the failure inter-arrival times of every group.
+
+    Each group's observation window ends at ``window[1]`` if given (the gap from its last failure to
+    there is right-censored), else at its last failure (no censored gap). Groups with fewer than
+    ``min_failures`` failures are skipped. Returns the fit table (one row per group and distribution:
+    shape, scale, MTBF with 95% CI, KS, AIC, best-by-AIC flag), the gaps per group and the counts.
+    """
+    d, counts = prepare_failures(df, window)
+    rows = []
+    gaps_by_group: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    end_all = pd.Timestamp(window[1]) if window is not None and window[1] is not None else None
+    if end_all is not None and end_all.tzinfo is None:
+        end_all = end_all.tz_localize("UTC")
+    for g, part in d.groupby("group", sort=True):
+        if len(part) < min_failures:
+            continue
+        t0 = part["start"].iloc[0]
+        hours = ((part["start"] - t0) / pd.Timedelta(hours=1)).to_numpy(float)
+        end = ((end_all - t0) / pd.Timedelta(hours=1)) if end_all is not None else hours[-1]
+        gaps, cens = interarrival_times(hours, float(end))
+        gaps_by_group[str(g)] = (gaps, cens)
+        fits: list[Fit] = [fit_exponential(gaps, cens), fit_weibull(gaps, cens)]
+        best = min(fits, key=lambda f: f.aic).dist
+        for f in fits:
+            r = asdict(f)
+            lo, hi = r.pop("mtbf_ci_h")
+            slo, shi = r.pop("shape_ci")
+            rows.append({
+                "group": str(g), **r, "mtbf_lo_h": lo, "mtbf_hi_h": hi, "shape_lo": slo, "shape_hi": shi,
+                "nodes_seen": int(part["node"].nunique()), "first": part["start"].iloc[0], "last": part["start"].iloc[-1],
+                "best_aic": f.dist == best,
+            })
+    return pd.DataFrame(rows), gaps_by_group, counts
+
+
+def failure_model_from_fit(fit_row: pd.Series | dict, n_machine: int, name: str | None = None) -> FailureModel:
+    """Per-node failure model from a system-level fit: ``MTBF_node = MTBF_system * N_machine`` (Frank eq. 3.14)."""
+    r = dict(fit_row)
+    if n_machine < 1:
+        raise ValueError(f"machine node count must be >= 1, got {n_machine}")
+    return FailureModel(
+        name=name or f"{r['group']}-{r['dist']}",
+        mtbf_node_h=float(r["mtbf_h"]) * n_machine,
+        shape=float(r["shape"]),
+        source=f"fit:{r['group']}:{r['dist']}",
+    )
+
+
+def qq_plot(gaps: np.ndarray, censored: np.ndarray, fits: pd.DataFrame, path: Path, title: str) -> Path:
+    """Q-Q plot PNG of the observed inter-arrival times against each fitted distribution (log axes)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from scipy import stats
+
+    x = np.sort(gaps[~censored])
+    p = (np.arange(1, x.size + 1) - 0.5) / x.size
+    fig, ax = plt.subplots(figsize=(5, 5))
+    for _, f in fits.iterrows():
+        dist = stats.expon(scale=f["scale_h"]) if f["dist"] == "exponential" else stats.weibull_min(
+            f["shape"], scale=f["scale_h"])
+        ax.loglog(dist.ppf(p), x, ".", ms=3, label=f"{f['dist']} (w={f['shape']:.2f}, AIC={f['aic']:.0f})")
+    lim = [max(x.min(), 1e-3) / 2, x.max() * 2]
+    ax.plot(lim, lim, "k--", lw=0.8)
+    ax.set_xlabel("fitted quantile [h]")
+    ax.set_ylabel("observed inter-arrival time [h]")
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def failures_frame(table: pd.DataFrame, group_by: str = "system", purpose: str | None = None,
+                   exclude_same_event: bool = True) -> pd.DataFrame:
+    """(group, node, start) frame from staged ``failures`` rows (optionally one node purpose only).
+
+    LANL rows marked ``same_event`` repeat an event already recorded and are dropped by default.
+    """
+    t = table
+    if purpose is not None and "purpose" in t.columns:
+        t = t[t["purpose"].astype("string").str.contains(purpose, regex=False, na=False)]
+    if exclude_same_event and "same_event" in t.columns:
+        t = t[~t["same_event"].fillna(False).astype(bool)]
+    if group_by not in t.columns:
+        raise ValueError(f"cannot group failures by {group_by!r}: no such column")
+    return pd.DataFrame({"group": t[group_by].astype(str), "node": t["node"], "start": t["start"]})
