@@ -1,0 +1,62 @@
+"""The ``syslog`` source: RFC 5424, RFC 3164, Loghub BGL and LANL HPC logs -> ``staged/syslog``.
+
+``nodewatch ingest syslog PATHS... [--format auto|rfc5424|rfc3164|bgl|hpc]``. Parsing is
+vectorised over blocks of lines (see :mod:`tasks.ingest.syslog_blocks`); every line either becomes
+a row (with ``source_offset`` = line number) or a reject with a ``parse:`` reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from schemas.syslog import SYSLOG
+from tasks.ingest import syslog_loghub, syslog_rfc3164, syslog_rfc5424
+from tasks.ingest.base import Format, ParseContext, ParseResult, SourceSpec
+from tasks.ingest.syslog_blocks import parse_blocks
+
+_SCHEMA = SYSLOG.arrow_schema()
+
+
+def parse_rfc5424(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
+    """Parse RFC 5424 syslog lines (see :mod:`tasks.ingest.syslog_rfc5424`)."""
+    return parse_blocks(stream, ctx, schema=_SCHEMA, fmt="RFC 5424", fast=syslog_rfc5424.fast, slow=syslog_rfc5424.slow)
+
+
+def parse_rfc3164(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
+    """Parse RFC 3164 / rsyslog file lines (see :mod:`tasks.ingest.syslog_rfc3164`)."""
+    return parse_blocks(stream, ctx, schema=_SCHEMA, fmt="RFC 3164", fast=syslog_rfc3164.fast, slow=syslog_rfc3164.slow)
+
+
+def parse_bgl(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
+    """Parse Loghub Blue Gene/L RAS lines (see :mod:`tasks.ingest.syslog_loghub`)."""
+    return parse_blocks(
+        stream, ctx, schema=_SCHEMA, fmt="BGL RAS", fast=syslog_loghub.bgl_fast, slow=syslog_loghub.bgl_slow,
+        host_rule=syslog_loghub.bgl_host_rule,
+    )
+
+
+def parse_hpc(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
+    """Parse Loghub LANL HPC event lines (see :mod:`tasks.ingest.syslog_loghub`)."""
+    return parse_blocks(stream, ctx, schema=_SCHEMA, fmt="LANL HPC", fast=syslog_loghub.hpc_fast, slow=syslog_loghub.hpc_slow)
+
+
+FORMATS = (
+    Format("rfc5424", parse_rfc5424, syslog_rfc5424.sniff, "RFC 5424: <PRI>1 TIMESTAMP HOST APP PROCID MSGID SD MSG"),
+    Format("rfc3164", parse_rfc3164, syslog_rfc3164.sniff, "RFC 3164 / rsyslog file: [<PRI>]Mmm dd hh:mm:ss host tag[pid]: msg"),
+    Format("bgl", parse_bgl, syslog_loghub.bgl_sniff, "Loghub Blue Gene/L RAS log"),
+    Format("hpc", parse_hpc, syslog_loghub.hpc_sniff, "Loghub LANL HPC event log: logid node component state epoch flag msg"),
+)
+
+SOURCES = [
+    SourceSpec(
+        name="syslog",
+        table=SYSLOG,
+        formats=FORMATS,
+        help=(
+            "System logs: RFC 5424, RFC 3164 (year inferred from the file time, --tz for the zone), "
+            "Loghub BGL RAS and LANL HPC logs. Host names are lower-cased, domains stripped and topology "
+            "aliases applied; invalid names are quarantined."
+        ),
+    )
+]
