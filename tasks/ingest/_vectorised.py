@@ -12,6 +12,9 @@ reservation parsers.
 
 from __future__ import annotations
 
+import io
+import lzma
+import zlib
 from collections.abc import Iterator
 from typing import BinaryIO
 
@@ -196,7 +199,11 @@ def reject_table(offsets: np.ndarray, raws: list[str], reasons: list[str] | str)
 
 
 def read_header(stream: BinaryIO, ctx: ParseContext) -> list[str]:
-    line = stream.readline(1 << 16)
+    """Read and check the header line of a CSV (UTF-8, no NUL, unique names); returns the column names."""
+    try:
+        line = stream.readline(1 << 16)
+    except _STREAM_ERRORS as e:
+        raise file_error(ctx, f"line 1: stream ends unexpectedly (truncated or corrupt compressed input): {e}") from e
     if not line:
         raise file_error(ctx, "empty file (no header line)")
     if not line.endswith(b"\n") and len(line) >= 1 << 16:
@@ -214,6 +221,65 @@ def read_header(stream: BinaryIO, ctx: ParseContext) -> list[str]:
     return cols
 
 
+_STREAM_ERRORS = (EOFError, OSError, zlib.error, lzma.LZMAError, pa.ArrowException)
+
+
+class TruncationGuard(io.RawIOBase):
+    """Read-only wrapper that turns a truncated/corrupt (compressed) stream into a clean end of data.
+
+    Data is released only up to the last complete line, so when the stream breaks the partial last
+    line is held back (never parsed as if it were complete, e.g. ``40.5`` cut to ``40``) and
+    :attr:`error` records what happened; the caller then reports the file as truncated after the
+    rows it could read.
+    """
+
+    def __init__(self, stream: BinaryIO, chunk: int = 1 << 16) -> None:
+        super().__init__()
+        self._s = stream
+        # read1 returns what one decompression step gives, so a break loses at most that step
+        self._read = getattr(stream, "read1", None) or stream.read
+        self._chunk = chunk
+        self._tail = b""
+        self._ready = b""
+        self._eof = False
+        self.error: BaseException | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def _fill(self) -> None:
+        while not self._ready and not self._eof:
+            try:
+                chunk = self._read(self._chunk)
+            except _STREAM_ERRORS as e:
+                self.error, self._eof, self._tail = e, True, b""
+                return
+            if not chunk:
+                self._eof = True
+                self._ready, self._tail = self._tail, b""
+                return
+            data = self._tail + chunk
+            cut = data.rfind(b"\n") + 1
+            if cut == 0 and len(data) < 1 << 26:
+                self._tail = data
+                continue
+            cut = cut or len(data)
+            self._ready, self._tail = data[:cut], data[cut:]
+
+    def read(self, n: int = -1) -> bytes:
+        self._fill()
+        if n is None or n < 0:
+            out, self._ready = self._ready, b""
+            return out
+        out, self._ready = self._ready[:n], self._ready[n:]
+        return out
+
+    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
+        data = self.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+
 class CsvBlocks:
     """Streams a CSV body (header already read) as binary columns with physical line numbers."""
 
@@ -223,6 +289,7 @@ class CsvBlocks:
         self.invalid: list[tuple[int, str]] = []
         self._skipped_u: list[int] = []  # u_j = s_j - j for skipped rows s_j (0-based body line)
         self._rows_seen = 0
+        self.guard = TruncationGuard(stream)
 
         def handler(row: pcsv.InvalidRow) -> str:
             num = int(row.number) if row.number is not None else -1
@@ -232,7 +299,7 @@ class CsvBlocks:
 
         try:
             self.reader = pcsv.open_csv(
-                stream,
+                self.guard,
                 read_options=pcsv.ReadOptions(column_names=columns, block_size=CSV_BLOCK, use_threads=False),
                 parse_options=pcsv.ParseOptions(invalid_row_handler=handler, ignore_empty_lines=False),
                 convert_options=pcsv.ConvertOptions(
@@ -250,6 +317,12 @@ class CsvBlocks:
                 rej = self._take_invalid()
                 if rej.num_rows:
                     yield pa.RecordBatch.from_pylist([], schema=self.reader.schema), np.empty(0, np.int64), rej
+                if self.guard.error is not None:
+                    raise file_error(
+                        self.ctx,
+                        f"stream ends unexpectedly after line {self._last_line()} (truncated or corrupt compressed input; "
+                        f"the {self._rows_seen} rows before were read): {self.guard.error}",
+                    ) from self.guard.error
                 return
             except (pa.ArrowException, OSError, EOFError) as e:
                 raise file_error(self.ctx, f"stream ends unexpectedly or is corrupt after line {self._last_line()}: {e}") from e
@@ -314,3 +387,37 @@ def csv_header(head: bytes) -> list[str] | None:
     return [c.strip() for c in text.split(",")]
 
 
+
+
+def iter_csv_text(
+    stream: BinaryIO, ctx: ParseContext, columns: list[str], use: list[str]
+) -> Iterator[tuple[dict[str, pa.Array], np.ndarray, list[pa.Table]]]:
+    """Stream a CSV body as UTF-8 string columns ``use`` with line numbers; blank lines skipped.
+
+    Yields ``(columns, line_numbers, rejects)``: rows with a wrong field count or invalid UTF-8 are
+    in ``rejects`` (with their line and reason), the others in ``columns``.
+    """
+    for rb, lines, inv in CsvBlocks(stream, ctx, columns, use):
+        if rb.num_rows == 0:
+            yield {c: pa.array([], pa.string()) for c in use}, np.empty(0, np.int64), [inv]
+            continue
+        empty = empty_line_mask(rb.select(use))
+        if empty.any():
+            rb, lines = rb.filter(pa.array(~empty)), lines[~empty]
+        dec, bad, rej = utf8_columns(rb, use, lines)
+        if bad.any():
+            keep = pa.array(np.flatnonzero(~bad))
+            dec = {k: v.take(keep) for k, v in dec.items()}
+            lines = lines[~bad]
+        yield dec, lines, [inv, *rej]
+
+
+def split_list(arr: pa.Array, pattern: str = r"[;,|\s]+") -> pa.Array:
+    """Split strings into ``list<string>`` on ``pattern``, dropping empty items (null -> [])."""
+    parts = pc.split_pattern_regex(pc.fill_null(pc.utf8_trim_whitespace(arr), ""), pattern)
+    flat = pc.list_flatten(parts)
+    parents = pc.list_parent_indices(parts).to_numpy()
+    keep = to_numpy(pc.not_equal(flat, "")).astype(bool)
+    counts = np.bincount(parents[keep], minlength=len(arr))
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(offsets), flat.filter(pa.array(keep)))
