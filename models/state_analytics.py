@@ -224,15 +224,16 @@ def correlated_failures(
 ) -> list[CorrelatedEvent]:
     """Cluster failure starts that lie within ``window_ns`` of the previous one (single linkage in time).
 
-    Clusters with at least ``min_nodes`` distinct nodes are correlated failures; each lists the failed
-    nodes per group (rack), as in the paper's whole-rack and three-rack events.
+    ``groups`` gives the group (rack) of each event. Clusters with at least ``min_nodes`` distinct nodes
+    are correlated failures; each lists the failed nodes per group, as in the paper's whole-rack and
+    three-rack events.
     """
     node, start, end = (np.asarray(x, np.int64) for x in (node, start, end))
     g = np.asarray(groups, np.int64)
     if node.size == 0:
         return []
     o = np.argsort(start, kind="stable")
-    node, start, end = node[o], start[o], end[o]
+    node, start, end, g = node[o], start[o], end[o], g[o]
     new = np.ones(node.size, bool)
     new[1:] = np.diff(start) > window_ns
     cid = np.cumsum(new) - 1
@@ -241,9 +242,9 @@ def correlated_failures(
     bounds = np.concatenate([[0], np.cumsum(sizes)])
     for c in np.nonzero(sizes >= min_nodes)[0]:
         m = slice(bounds[c], bounds[c + 1])
-        nodes = np.unique(node[m])
+        nodes, first = np.unique(node[m], return_index=True)
         if nodes.size >= min_nodes:
-            gs, cnt = np.unique(g[nodes], return_counts=True)
+            gs, cnt = np.unique(g[m][first], return_counts=True)
             out.append(CorrelatedEvent(int(start[m].min()), int(end[m].max()), nodes,
                                        {int(a): int(b) for a, b in zip(gs, cnt, strict=True)}))
     return out

@@ -1,0 +1,161 @@
+"""``nodewatch states build|show|report``: SaNSA node states (see docs/states.md)."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from typing import Annotated
+
+import typer
+
+states_app = typer.Typer(help="SaNSA node states: derive, show a node's timeline, analytics report.", no_args_is_help=True)
+
+_COLORS = {"DOWN": "red", "CONNECTION_LOSS": "magenta", "BOOTING": "yellow", "IDLE": "white", "JOB_RUNNING": "green",
+           "ADMIN_RESV": "blue", "RESERVED_IDLE": "cyan", "UNSCHEDULED_RESV": "bright_red"}
+_CHARS = {"DOWN": "D", "CONNECTION_LOSS": "C", "BOOTING": "B", "IDLE": ".", "JOB_RUNNING": "J", "ADMIN_RESV": "A",
+          "RESERVED_IDLE": "r", "UNSCHEDULED_RESV": "U"}
+
+
+def _day(s: str) -> date:
+    from flows.cli import UserError
+
+    try:
+        return date.fromisoformat(s)
+    except ValueError:
+        raise UserError(f"invalid date {s!r}: use YYYY-MM-DD") from None
+
+
+def _wrap(fn):  # noqa: ANN001, ANN202
+    from flows.cli import UserError
+    from tasks.states import StatesError
+
+    try:
+        return fn()
+    except StatesError as e:
+        raise UserError(str(e)) from None
+
+
+@states_app.command("build")
+def build(
+    start: Annotated[str, typer.Option(help="First UTC day (YYYY-MM-DD).")],
+    end: Annotated[str, typer.Option(help="Last UTC day, inclusive (YYYY-MM-DD).")],
+    rebuild_cube: Annotated[bool, typer.Option("--rebuild", help="Delete and recreate cubes/state.zarr.")] = False,
+    no_prefect: Annotated[bool, typer.Option(help="Run without Prefect (no flow run, no artifacts).")] = False,
+) -> None:
+    """Derive node states from staged syslog/jobs/reservations/topology; write node_states, failure_events, state cube."""
+    from flows.cli import console, settings
+
+    s, e = _day(start), _day(end)
+    store = settings().store
+    if no_prefect:
+        from flows.states import run_states_build
+
+        m = _wrap(lambda: run_states_build(s, e, store, rebuild_cube))
+    else:
+        from flows.states import states_build
+
+        m = _wrap(lambda: states_build(s, e, store, rebuild_cube))
+    console.print(f"run {m['run_id']} {m['status']}: {m['outputs']['nodes']} nodes, "
+                  f"{m['counts']['node_states']['staged']:,} node_states rows, "
+                  f"{m['counts']['failure_events']['staged']:,} failure events, cube {m['outputs']['cube']}")
+    for k, v in m["notes"].get("evidence_counts", {}).items():
+        console.print(f"  {k}: {v:,}")
+
+
+@states_app.command("show")
+def show(
+    node: Annotated[str, typer.Option(help="Node name.")],
+    start: Annotated[str, typer.Option(help="First UTC day (YYYY-MM-DD).")],
+    end: Annotated[str, typer.Option(help="Last UTC day, inclusive (YYYY-MM-DD).")],
+    no_overlay: Annotated[bool, typer.Option(help="Show the timeline without ADMIN/UNSCHEDULED overlays.")] = False,
+    width: Annotated[int, typer.Option(help="Characters per day in the timeline bar.")] = 96,
+) -> None:
+    """Print a node's state intervals and a one-line-per-day timeline bar."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from rich.table import Table
+    from rich.text import Text
+
+    from flows.cli import UserError, console, get_store
+    from schemas.names import check_node_name
+    from tasks.states import day_range
+
+    check_node_name(node)
+    s, e = _day(start), _day(end)
+    store = get_store()
+    days = _wrap(lambda: day_range(s, e + timedelta(days=1)))
+    t = store.read_staged("node_states", days)
+    if t is None:
+        raise UserError(f"no node_states staged for {days[0]}..{days[-1]}: run `nodewatch states build` first")
+    t = t.filter(pc.and_(pc.equal(t["node"], node), pc.equal(t["overlay"], not no_overlay)))
+    if t.num_rows == 0:
+        raise UserError(f"node {node!r} has no states in {days[0]}..{days[-1]}")
+    t = t.sort_by([("start", "ascending")])
+    st = pc.cast(t["start"], pa.int64()).to_numpy()
+    en = pc.cast(t["end"], pa.int64()).to_numpy()
+    names = t["state"].to_pylist()
+    ev = t["evidence"].to_pylist()
+    # merge day splits of the same interval
+    rows: list[list] = []
+    for a, b, n, x in zip(st, en, names, ev, strict=True):
+        if rows and rows[-1][1] == a and rows[-1][2] == n and rows[-1][3] == x:
+            rows[-1][1] = b
+        else:
+            rows.append([a, b, n, x])
+    tab = Table(title=f"{node} {days[0]}..{days[-1]} ({'w/o' if no_overlay else 'w/'} overlay)")
+    for c in ("start (UTC)", "end (UTC)", "duration", "state", "evidence"):
+        tab.add_column(c)
+
+    def fmt(ns: int) -> str:
+        return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+    for a, b, n, x in rows:
+        tab.add_row(fmt(a), fmt(b), str(timedelta(seconds=int((b - a) // 10**9))), Text(n, style=_COLORS[n]), x)
+    console.print(tab)
+    day_ns = 86400 * 10**9
+    for d in days:
+        d0 = int(datetime.fromisoformat(d + "T00:00:00+00:00").timestamp()) * 10**9
+        pts = d0 + (np.arange(width) * day_ns) // width
+        k = np.searchsorted(st, pts, side="right") - 1
+        line = Text(f"{d} ")
+        for i in k:
+            n = names[i] if i >= 0 and en[i] > pts[0] else None
+            line.append(_CHARS.get(n, " ") if n else " ", style=_COLORS.get(n, "") if n else "")
+        console.print(line)
+    console.print("legend: " + " ".join(f"{c}={n}" for n, c in _CHARS.items()))
+
+
+@states_app.command("report")
+def report(
+    start: Annotated[str, typer.Option(help="First UTC day (YYYY-MM-DD).")],
+    end: Annotated[str, typer.Option(help="Last UTC day, inclusive (YYYY-MM-DD).")],
+    target_anomalies: Annotated[int, typer.Option(help="Choose epsilon so that about this many nodes are anomalous.")] = 5,
+    no_prefect: Annotated[bool, typer.Option(help="Run without Prefect (no flow run, no artifacts).")] = False,
+) -> None:
+    """Analytics: Table II, transitions, Table III, Gaussian anomalies, rack under-use, correlated failures (tables + PNGs)."""
+    from flows.cli import console, get_store, settings
+    from tasks.state_report import markdown_table
+
+    s, e = _day(start), _day(end)
+    store = settings().store
+    if no_prefect:
+        from flows.states import run_states_report
+
+        m, _items = _wrap(lambda: run_states_report(s, e, store, target_anomalies))
+    else:
+        from flows.states import states_report
+
+        m = _wrap(lambda: states_report(s, e, store, target_anomalies))
+    import pandas as pd
+
+    for name, paths in m["outputs"].items():
+        if isinstance(paths, dict) and "csv" in paths and name != "node_percent":
+            console.print(f"[bold]{name}[/bold]  {paths.get('png', '')}")
+            with get_store().fs.open(paths["csv"], "rb") as f:
+                console.print(markdown_table(pd.read_csv(f).head(15)), highlight=False)
+    console.print(f"report: {m['outputs']['report']}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``states`` group."""
+    app.add_typer(states_app, name="states")
