@@ -94,6 +94,13 @@ class Schedule:
                                   np.sort(np.asarray(boots, dtype=float)), outs))
         return out
 
+    def node_downs(self, n: int) -> tuple[list, list]:
+        """(failures, admin reboots) of node ``n`` as lists of namedtuples (cached per schedule)."""
+        if not hasattr(self, "_downs"):
+            self._downs = ({k: list(v.itertuples()) for k, v in self.failures.groupby("node")},
+                           {k: list(v.itertuples()) for k, v in self.reboots.groupby("node")})
+        return self._downs[0].get(n, []), self._downs[1].get(n, [])
+
     def node_pairs(self) -> pd.DataFrame:
         """(node, job row, start, end) for every allocated node of every job, sorted by node then start."""
         j = self.jobs
