@@ -377,9 +377,10 @@ def utf8_columns(
 
 
 def csv_header(head: bytes) -> list[str] | None:
-    if head.startswith(b"PAR1") or b"\x00" in head[:4096]:
-        return None
+    """Column names of the first line of ``head`` (for sniffers); ``None`` if it is not a UTF-8 text line."""
     first = head.split(b"\n", 1)[0]
+    if head.startswith(b"PAR1") or b"\x00" in first:
+        return None
     try:
         text = first.decode("utf-8").lstrip("\ufeff").rstrip("\r")
     except UnicodeDecodeError:
