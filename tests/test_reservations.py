@@ -1,0 +1,72 @@
+"""Reservations source: scontrol-style CSV -> staged reservations with expanded hostlists."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from schemas.reservations import RESERVATIONS, row_checks
+from tasks.ingest.base import ParseContext
+from tasks.ingest.inputs import InputError
+from tasks.ingest.pipeline import ingest_files
+from tasks.ingest.registry import sources
+from tasks.ingest.reservations import parse_reservations_csv, sniff_reservations_csv
+from tasks.runs import RunRecorder
+
+
+def parse(text: str, **kw):
+    res = list(parse_reservations_csv(io.BytesIO(text.encode()), ParseContext(name="res.csv", **kw)))
+    return pa.concat_tables([r.rows for r in res]), pa.concat_tables([r.rejects for r in res])
+
+
+def test_parse_hostlist_flags_users_local_time():
+    rows, rej = parse(
+        "name,start,end,nodes,flags,users\n"
+        'maint_row0,2024-03-01T08:00:00,2024-03-01T12:00:00,"n[001-003],gpu1","MAINT,IGNORE_JOBS","root,alice"\n'
+        "lic,2024-03-02T08:00:00+00:00,2024-03-02T09:00:00+00:00,(null),license_only,\n",
+        tz="Europe/Zurich",
+    )
+    assert rej.num_rows == 0
+    d = rows.to_pydict()
+    assert d["node_list"] == [["n001", "n002", "n003", "gpu1"], []]
+    assert d["flags"] == [["MAINT", "IGNORE_JOBS"], ["LICENSE_ONLY"]]
+    assert d["users"] == [["root", "alice"], []]
+    assert d["start"][0] == pd.Timestamp("2024-03-01T07:00:00Z")  # 08:00 CET
+    assert d["end"][1] == pd.Timestamp("2024-03-02T09:00:00Z")
+    assert rows.schema.equals(RESERVATIONS.arrow_schema(), check_metadata=False)
+    assert not any(m.any() for _, m in row_checks(rows))
+
+
+def test_bad_rows_rejected_with_reason():
+    rows, rej = parse(
+        "name,start,end,nodes\nok,2024-03-01T08:00:00,2024-03-01T09:00:00,n1\n"
+        "b,2024-03-01T08:00:00,2024-03-01T09:00:00,n[3-1]\nc,2024-03-01T08:00:00,later,n1\n"
+    )
+    assert rows.column("name").to_pylist() == ["ok"]
+    assert rej.column("source_offset").to_pylist() == [3, 4]
+    assert rej.column("reason")[1].as_py() == "parse: unparseable end time 'later'"
+    assert rej.column("reason")[0].as_py().startswith("parse: hostlist 'n[3-1]'")
+
+
+def test_missing_columns_and_sniff():
+    with pytest.raises(InputError, match=r"^res\.csv: line 1: missing columns \['nodes'\]"):
+        parse("name,start,end\n")
+    assert sniff_reservations_csv(b"name,start,end,nodes,flags,users\n") == 1.0
+    assert sniff_reservations_csv(b"node,rack,row,chassis,position,architecture\n") == 0.0
+
+
+def test_pipeline_stages_maint_windows(store, tmp_path):
+    p = tmp_path / "reservations.csv"
+    p.write_text(
+        "name,start,end,nodes,flags,users\n"
+        'm0,2024-03-01T08:00:00,2024-03-01T12:00:00,n[001-002],"MAINT,IGNORE_JOBS",root\n'
+        "m1,2024-03-08T08:00:00,2024-03-08T12:00:00,n[003-004],MAINT,root\n"
+        "m1,2024-03-08T08:00:00,2024-03-08T12:00:00,n[003-004],MAINT,root\n"
+    )
+    r = ingest_files(store, sources()["reservations"], [p], RunRecorder(store, "ingest", {}), data_docs=False)
+    assert (r.counts.rows_in, r.counts.staged, r.counts.duplicates) == (3, 2, 1)
+    t = store.read_staged("reservations")
+    assert sorted(t.column("name").to_pylist()) == ["m0", "m1"]
