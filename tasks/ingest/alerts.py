@@ -94,8 +94,8 @@ class _Batcher:
 
 def _guard_format(b: _Batcher, fmt: str) -> None:
     """Raise :class:`InputError` when the first batch has no row and no line is of this format at all."""
-    if not b.any_row and b.first_rejects and all(r.startswith("parse: not a") and "Nagios '" not in r
-                                                 for _, r in b.first_rejects):
+    garbage = ("parse: not a Nagios log line", "parse: NUL byte", "parse: line longer")
+    if not b.any_row and b.first_rejects and all(r.startswith(garbage) for _, r in b.first_rejects):
         line, reason = b.first_rejects[0]
         raise InputError(f"{b.ctx.name}:{line}: {reason.removeprefix('parse: ')}; no line is {fmt} - wrong --format?")
 
@@ -223,10 +223,9 @@ def _csv_rows(stream: BinaryIO, ctx: ParseContext, required: set[str], one_of: t
     hn, htext = header_line
     header = [h.strip().lower() for h in next(csv.reader([htext.lstrip("\ufeff")]))]
     missing = sorted(required - set(header))
-    if not missing:
-        for group in one_of:
-            if not group & set(header):
-                missing.append(" or ".join(sorted(group)))
+    for group in one_of:
+        if not group & set(header):
+            missing.append(" or ".join(sorted(group)))
     if missing:
         raise InputError(
             f"{ctx.name}:{hn}: header lacks column(s) {', '.join(missing)} (found {', '.join(header[:12]) or 'none'})"

@@ -40,7 +40,7 @@ from tasks.ingest.inputs import InputError
 MAX_LINE = 1 << 20
 """Longest accepted line in bytes (1 MiB); longer lines are rejected, the rest of the file is read."""
 
-_READ = 1 << 20
+_READ = 1 << 16  # small reads: a truncated compressed stream loses at most this much before the error
 _PAD = 64
 _NS = 1_000_000_000
 
@@ -424,8 +424,8 @@ def parse_blocks(
     reason. Host names are normalised for all rows; invalid ones become rejects.
 
     If the first batch holds no row and every reject says the line is not of this format (reason
-    starts with ``not_format_prefix``), the file is the wrong format or garbage:
-    :class:`InputError` names the file and first line.
+    starts with ``not_format_prefix``) or is binary (NUL bytes, over-long), the file is the wrong
+    format or garbage: :class:`InputError` names the file and first line.
     """
     block_bytes = int(min(max(ctx.batch_rows * 128, 1 << 20), 64 << 20))
     first = True
@@ -472,7 +472,8 @@ def parse_blocks(
             rows = rows.select(schema.names).cast(schema)
         else:
             rows = schema.empty_table()
-        if first and rows.num_rows == 0 and rej_why and all(w.startswith(not_format_prefix) for w in rej_why):
+        garbage = (not_format_prefix, "parse: NUL byte", "parse: line longer")
+        if first and rows.num_rows == 0 and rej_why and all(w.startswith(garbage) for w in rej_why):
             order = int(np.argmin(rej_off))
             raise InputError(
                 f"{ctx.name}:{rej_off[order]}: {rej_why[order].removeprefix('parse: ')}; no line of the first "
