@@ -62,7 +62,6 @@ SWF_STATUS: dict[int, str] = {1: "COMPLETED", 0: "FAILED", 5: "CANCELLED"}
 _HEADER_RE = re.compile(r"^\s*;\s*([A-Za-z][A-Za-z0-9_ ]*?)\s*:\s*(.*?)\s*$")
 _PARTITION_RE = re.compile(r"^(-?\d+)\s+(\S.*)$")
 _STREAM_ERRORS = (EOFError, OSError, lzma.LZMAError, zlib.error, pa.ArrowException, ValueError)
-_NS = 1_000_000_000
 
 
 def system_name(file_name: str) -> str:
@@ -120,74 +119,64 @@ class SwfHeader:
         return v if v and v > 0 else None
 
 
+_REASONS = {
+    "TOO_FEW": "parse: expected 18 whitespace-separated fields, found {n}",
+    "TOO_MANY": "parse: expected 18 whitespace-separated fields, found {n}",
+    "BAD_NUMBER": "parse: field {f} ({name}) is not a number",
+    "NON_INTEGRAL": "parse: job number, processors, requested time, status, user, group and partition must be integers",
+    "FUTURE": "parse: time is more than 1 day after the file's reference time (future timestamp)",
+    "OUT_OF_RANGE": "parse: time or duration out of range (before 1678 or beyond 2262)",
+}
+
+
 def _reason(status: int, nfields: int, bad_field: int) -> str:
+    """Reject reason for a line status of the kernel."""
     from tasks.ingest import _swf_kernel as k
 
-    if status == k.TOO_FEW:
-        return f"parse: expected 18 whitespace-separated fields, found {nfields}"
-    if status == k.TOO_MANY:
-        return f"parse: expected 18 whitespace-separated fields, found {nfields}"
+    key = {k.TOO_FEW: "TOO_FEW", k.TOO_MANY: "TOO_MANY", k.BAD_NUMBER: "BAD_NUMBER", k.NON_INTEGRAL: "NON_INTEGRAL",
+           k.FUTURE: "FUTURE", k.OUT_OF_RANGE: "OUT_OF_RANGE"}[status]
     name = SWF_FIELDS[bad_field] if 0 <= bad_field < len(SWF_FIELDS) else "?"
-    return f"parse: field {bad_field + 1} ({name}) is not a number"
+    return _REASONS[key].format(n=nfields, f=bad_field + 1, name=name)
 
 
-def _int_strings(vals: np.ndarray, missing: np.ndarray) -> pa.Array:
-    """Integral float values -> decimal strings (null where ``missing``)."""
-    ints = pa.array(vals.astype(np.int64), pa.int64(), mask=missing)
-    return ints.cast(pa.string())
+def _int_strings(vals: np.ndarray, present: np.ndarray) -> pa.Array:
+    """int64 values -> decimal strings (null where not ``present``), formatted by the compiled kernel."""
+    from tasks.ingest import _swf_kernel as k
+
+    offsets, data = k.int_strings(vals, present)
+    n = vals.size
+    validity = None if present.all() else pa.py_buffer(np.packbits(present, bitorder="little"))
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data), validity)
 
 
-GOOD, NON_INTEGRAL, FUTURE, OUT_OF_RANGE = 0, 1, 2, 3
-_ROW_REASONS = {
-    NON_INTEGRAL: "parse: job number, processors, requested time, status, user, group and partition must be integers",
-    FUTURE: "parse: time is more than 1 day after the file's reference time (future timestamp)",
-    OUT_OF_RANGE: "parse: time before the year 1678 (out of range)",
-}
-_MIN_S = -9.2e9  # earliest second representable as int64 nanoseconds (1678)
+def _partition_strings(part: np.ndarray, present: np.ndarray, names: dict[int, str]) -> pa.Array:
+    """Partition numbers -> header names (``; Partition: <n> <name>``), else the number as a string."""
+    if not names or part.size == 0:
+        return _int_strings(part, present)
+    lo, hi = int(part.min()), int(part.max())
+    if lo < -1 or hi > 65535:
+        labels_u, inv = np.unique(part, return_inverse=True)
+        labels = [names.get(int(u), str(int(u))) for u in labels_u]
+        idx = inv.astype(np.int32)
+    else:  # small non-negative numbers: direct lookup, no sort
+        labels = [names.get(u, str(u)) for u in range(-1, hi + 1)]
+        idx = (part + 1).astype(np.int32)
+    return pa.DictionaryArray.from_arrays(pa.array(idx, pa.int32(), mask=~present), pa.array(labels, pa.string())).cast(
+        pa.string()
+    )
 
 
-def _rows_from_values(
-    v: np.ndarray, line_no: np.ndarray, header: SwfHeader, system: str, limit_s: float
-) -> tuple[pa.Table, np.ndarray]:
-    """Build job rows from a ``(n, 18)`` value matrix.
+def _rows(sc, line_no0: int, header: SwfHeader, system: str) -> pa.Table:
+    """Wrap the kernel's row arrays into a ``jobs`` batch (``line_no0`` = line number of the block's first line)."""
+    from tasks.ingest import _swf_kernel as k
 
-    Also returns a per-row problem code (GOOD, NON_INTEGRAL ids/counts, FUTURE or OUT_OF_RANGE times);
-    times of rows with a time problem are zeroed so the nanosecond conversion cannot overflow.
-    """
-    n = v.shape[0]
-    job = v[:, 0]
-    sub, wait, run = v[:, 1], v[:, 2], v[:, 3]
-    procs = np.where(v[:, 4] == -1, v[:, 7], v[:, 4])
-    intcols = np.stack([job, procs, v[:, 8], v[:, 10], v[:, 11], v[:, 12], v[:, 15]], axis=1)
-    problem = np.zeros(n, dtype=np.int8)
-    problem[(intcols != np.floor(intcols)).any(axis=1)] = NON_INTEGRAL
+    n = sc.r_job.size
+    valid = sc.r_valid
 
-    base = float(header.unix_start)
-    sub_missing = sub == -1
-    start_missing = sub_missing | (wait == -1)
-    end_missing = start_missing | (run == -1)
-    sub_s = base + sub
-    start_s = sub_s + np.where(start_missing, 0, wait)
-    end_s = start_s + np.where(end_missing, 0, run)
-    times = np.stack([np.where(sub_missing, 0, sub_s), start_s, end_s], axis=1)
-    problem[(times < _MIN_S).any(axis=1)] = OUT_OF_RANGE
-    problem[(times > limit_s).any(axis=1)] = FUTURE
-    bad_time = (problem == FUTURE) | (problem == OUT_OF_RANGE)
-    if bad_time.any():
-        sub, wait, run = (np.where(bad_time, 0, a) for a in (sub, wait, run))
-        base_arr = np.where(bad_time, 0.0, base)
-    else:
-        base_arr = base
-    submit_ns = np.rint((base_arr + sub) * _NS).astype(np.int64)
-    start_ns = submit_ns + np.rint(np.where(start_missing, 0, wait) * _NS).astype(np.int64)
-    end_ns = start_ns + np.rint(np.where(end_missing, 0, run) * _NS).astype(np.int64)
+    def has(bit: int) -> np.ndarray:
+        return (valid & bit) != 0
 
-    procs_i = procs.astype(np.int64)
-    procs_missing = procs == -1
-    mn, mp = header.max_nodes, header.max_procs
-    # nodes = ceil(procs / (MaxProcs / MaxNodes)) in integer arithmetic; without both header values, nodes = procs
-    nodes = procs_i if mn is None or mp is None else np.where(procs_i > 0, -((-procs_i * mn) // mp), procs_i)
-    status = v[:, 10].astype(np.int64)
+    status = sc.r_status
     state_idx = np.full(n, 3, dtype=np.int8)
     state_idx[status == 1] = 0
     state_idx[status == 0] = 1
@@ -195,81 +184,81 @@ def _rows_from_values(
     states = pa.DictionaryArray.from_arrays(
         pa.array(state_idx, pa.int8()), pa.array(["COMPLETED", "FAILED", "CANCELLED", "UNKNOWN"])
     ).cast(pa.string())
-
-    part = v[:, 15]
-    uniq, inv = np.unique(part, return_inverse=True)
-    labels = [header.partitions.get(int(u), str(int(u))) for u in uniq]
-    partition = pa.DictionaryArray.from_arrays(
-        pa.array(inv.astype(np.int32), pa.int32(), mask=part == -1), pa.array(labels, pa.string())
-    ).cast(pa.string())
-
     ts = PARSED_SCHEMA.field("submit_time").type
+    procs = has(k.V_PROCS)
     cols = {
-        "job_id": _int_strings(job, job == -1),
+        "job_id": _int_strings(sc.r_job, has(k.V_JOB)),
         "step": pa.nulls(n, pa.string()),
         "system": pa.repeat(pa.scalar(system, pa.string()), n),
-        "user": _int_strings(v[:, 11], v[:, 11] == -1),
-        "group": _int_strings(v[:, 12], v[:, 12] == -1),
-        "submit_time": pa.array(submit_ns, pa.int64(), mask=sub_missing).cast(ts),
-        "start_time": pa.array(start_ns, pa.int64(), mask=start_missing).cast(ts),
-        "end_time": pa.array(end_ns, pa.int64(), mask=end_missing).cast(ts),
-        "nodes": pa.array(nodes.astype(np.int32), pa.int32(), mask=procs_missing),
-        "cores": pa.array(procs_i.astype(np.int32), pa.int32(), mask=procs_missing),
-        "elapsed_s": pa.array(np.rint(run).astype(np.int64), pa.int64(), mask=run == -1),
-        "timelimit_s": pa.array(np.rint(v[:, 8]).astype(np.int64), pa.int64(), mask=v[:, 8] == -1),
+        "user": _int_strings(sc.r_user, has(k.V_USER)),
+        "group": _int_strings(sc.r_group, has(k.V_GROUP)),
+        "submit_time": pa.array(sc.r_submit, pa.int64(), mask=~has(k.V_SUBMIT)).cast(ts),
+        "start_time": pa.array(sc.r_start, pa.int64(), mask=~has(k.V_START)).cast(ts),
+        "end_time": pa.array(sc.r_end, pa.int64(), mask=~has(k.V_END)).cast(ts),
+        "nodes": pa.array(sc.r_nodes, pa.int32(), mask=~procs),
+        "cores": pa.array(sc.r_cores, pa.int32(), mask=~procs),
+        "elapsed_s": pa.array(sc.r_elapsed, pa.int64(), mask=~has(k.V_ELAPSED)),
+        "timelimit_s": pa.array(sc.r_limit, pa.int64(), mask=~has(k.V_LIMIT)),
         "state": states,
         "cancelled_by": pa.nulls(n, pa.string()),
         "exit_code": pa.nulls(n, pa.int32()),
         "signal": pa.nulls(n, pa.int32()),
         "node_list": pa.nulls(n, pa.list_(pa.string())),
-        "partition": partition,
+        "partition": _partition_strings(sc.r_part, has(k.V_PART), header.partitions),
         "source_format": pa.repeat(pa.scalar("swf", pa.string()), n),
-        "source_offset": pa.array(line_no, pa.int64()),
+        "source_offset": pa.array(sc.r_line + line_no0, pa.int64()),
     }
-    return pa.Table.from_pydict(cols, schema=PARSED_SCHEMA), problem
+    return pa.Table.from_pydict(cols, schema=PARSED_SCHEMA)
 
 
-def _read_blocks(stream: BinaryIO, name: str) -> Iterator[bytes]:
+class _StreamCut(Exception):
+    """The input stream failed after the blocks already yielded."""
+
+
+def _read_blocks(stream: BinaryIO) -> Iterator[memoryview]:
     """Yield blocks of about :data:`BLOCK_BYTES` of complete lines (the last one may lack its newline).
 
     Reads with ``read1`` where available so that when a compressed stream is cut, the complete lines
-    decompressed before the cut are still yielded, then :class:`InputError` is raised.
+    decompressed before the cut are still yielded; then :class:`_StreamCut` is raised. Blocks are
+    memoryviews (no copy of the bytes read).
     """
     read = getattr(stream, "read1", None) or stream.read
-    buf = bytearray()
-    lines_done = 0
+    parts: list[bytes] = []
+    size = 0
     while True:
         try:
-            chunk = read(1 << 20)
+            chunk = read(BLOCK_BYTES - size if size < BLOCK_BYTES else 1 << 16)
         except _STREAM_ERRORS as e:
-            cut = buf.rfind(b"\n")
+            data = b"".join(parts)
+            cut = data.rfind(b"\n")
             if cut >= 0:
-                block = bytes(buf[: cut + 1])
-                lines_done += block.count(b"\n")
-                yield block
-            raise InputError(
-                f"{name}: stream ends unexpectedly (truncated or corrupt compressed file: {e}), line {lines_done + 1}"
-            ) from e
+                yield memoryview(data)[: cut + 1]
+            raise _StreamCut(str(e)) from e
+        if chunk:
+            parts.append(chunk)
+            size += len(chunk)
+            if size < BLOCK_BYTES:
+                continue
+        data = b"".join(parts) if len(parts) > 1 else (parts[0] if parts else b"")
         if not chunk:
-            if buf:
-                yield bytes(buf)
+            if data:
+                yield memoryview(data)
             return
-        buf += chunk
-        if len(buf) >= BLOCK_BYTES:
-            cut = buf.rfind(b"\n")
-            if cut >= 0:
-                block = bytes(buf[: cut + 1])
-                del buf[: cut + 1]
-                lines_done += block.count(b"\n")
-                yield block
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            parts, size = [data], len(data)
+            continue
+        rest = data[cut + 1 :]
+        parts, size = ([rest], len(rest)) if rest else ([], 0)
+        yield memoryview(data)[: cut + 1]
 
 
 def parse_swf(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
-    """Parse an SWF trace into ``jobs`` rows (see module docstring for the mapping).
+    """Parse an SWF trace into ``jobs`` rows (see the module docstring for the mapping).
 
     Raises:
         InputError: empty file, no job line in the first block (not SWF: wrong delimiter, binary
-            garbage...), or a compressed stream that ends early.
+            garbage...), or a compressed stream that ends early (after yielding the rows before the cut).
     """
     from tasks.ingest import _swf_kernel as k
 
@@ -280,50 +269,52 @@ def parse_swf(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
     first_block = True
     line_base = 0
     limit_s = (ctx.reference_time + timedelta(days=1)).timestamp()  # later times are "in the future"
-    for block in _read_blocks(stream, ctx.name):
+    blocks = _read_blocks(stream)
+    while True:
+        try:
+            block = next(blocks)
+        except StopIteration:
+            break
+        except _StreamCut as e:
+            raise InputError(
+                f"{ctx.name}: stream ends unexpectedly (truncated or corrupt compressed file: {e}), line {line_base + 1}"
+            ) from e
         any_bytes = True
-        n, values, status, starts, ends, nfields, bad_field = k.scan(block)
-        line_no = np.arange(line_base + 1, line_base + n + 1, dtype=np.int64)
-        line_base += n
-        is_comment = status == k.COMMENT
         if not seen_data:
-            data_lines = np.flatnonzero((status != k.COMMENT) & (status != k.BLANK))
-            upto = data_lines[0] if data_lines.size else n
-            for i in np.flatnonzero(is_comment[:upto]):
-                header.add_line(block[starts[i] : ends[i]].decode("utf-8", "replace"))
-        ok = status == k.OK
-        bad = ~ok & ~is_comment & (status != k.BLANK)
-        if first_block and bad.any() and not ok.any():
+            # header = the comment lines before the first job line (parsed in Python: a few dozen lines)
+            for raw in bytes(block[: 1 << 20]).split(b"\n"):
+                stripped = raw.strip()
+                if not stripped:
+                    continue
+                if not stripped.startswith(b";"):
+                    break
+                header.add_line(raw.decode("utf-8", "replace"))
+        sc = k.scan(block, header.unix_start, header.max_nodes or 0, header.max_procs or 0, limit_s)
+        status = sc.l_status
+        bad = status >= k.TOO_FEW
+        if first_block and sc.r_job.size == 0 and bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raw = block[starts[i] : ends[i]][:80].decode("utf-8", "replace")
-            what = _reason(int(status[i]), int(nfields[i]), int(bad_field[i]))[len("parse: ") :]
-            raise InputError(f"{ctx.name}: not an SWF trace ({what}: {raw!r}), line {int(line_no[i])}")
+            raw = bytes(block[sc.l_start[i] : sc.l_end[i]][:80]).decode("utf-8", "replace")
+            what = _reason(int(status[i]), int(sc.l_nfields[i]), int(sc.l_badfield[i]))[len("parse: ") :]
+            raise InputError(f"{ctx.name}: not an SWF trace ({what}: {raw!r}), line {line_base + i + 1}")
         first_block = False
-        if ok.any() or bad.any():
+        if sc.r_job.size or bad.any():
             seen_data = True
-        rows, problem = _rows_from_values(values[ok], line_no[ok], header, system, limit_s)
-        drop = problem != GOOD
+        rows = _rows(sc, line_base + 1, header, system)
         rej_idx = np.flatnonzero(bad)
-        rej_off = [int(line_no[i]) for i in rej_idx]
-        rej_raw = [block[starts[i] : ends[i]] for i in rej_idx]
-        rej_reason = [_reason(int(status[i]), int(nfields[i]), int(bad_field[i])) for i in rej_idx]
-        if drop.any():
-            ok_idx = np.flatnonzero(ok)
-            for j in np.flatnonzero(drop):
-                i = ok_idx[j]
-                rej_off.append(int(line_no[i]))
-                rej_raw.append(block[starts[i] : ends[i]])
-                rej_reason.append(_ROW_REASONS[int(problem[j])])
-            rows = rows.filter(pa.array(~drop))
-        rejects = rejects_table(rej_off, rej_raw, rej_reason) if rej_off else empty_rejects()
-        if rejects.num_rows:
-            order = np.argsort(np.asarray(rejects["source_offset"]), kind="stable")
-            rejects = rejects.take(pa.array(order))
+        if rej_idx.size:
+            rejects = rejects_table(
+                [line_base + int(i) + 1 for i in rej_idx],
+                [bytes(block[sc.l_start[i] : sc.l_end[i]]) for i in rej_idx],
+                [_reason(int(status[i]), int(sc.l_nfields[i]), int(sc.l_badfield[i])) for i in rej_idx],
+            )
+        else:
+            rejects = empty_rejects()
+        line_base += sc.n_lines
         if rows.num_rows == 0 and rejects.num_rows == 0:
             continue
         for lo in range(0, max(rows.num_rows, 1), ctx.batch_rows):
-            part = rows.slice(lo, ctx.batch_rows)
-            yield ParseResult(part, rejects if lo == 0 else empty_rejects())
+            yield ParseResult(rows.slice(lo, ctx.batch_rows), rejects if lo == 0 else empty_rejects())
     if not any_bytes:
         raise InputError(f"{ctx.name}: empty file (0 bytes), line 0")
 
