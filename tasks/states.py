@@ -95,6 +95,9 @@ def classify_syslog(table: pa.Table | None, nodes: pa.Array) -> Classified:
     * slurmctld ``Node <node> now responding`` -> NOW_RESPONDING;
     * systemd ``Startup finished in ... = <total>`` -> STARTUP_FINISHED with the total as duration;
     * kernel ``Linux version ...`` / ``Command line: BOOT_IMAGE=...`` -> KERNEL_BOOT.
+
+    Rows are first split by ``app`` (cheap equality on short strings); substring searches run only on
+    the slurmctld / systemd / kernel subsets. Hostlists are expanded once per distinct expression.
     """
     n_nodes = len(nodes)
     counts: Counter = Counter()
@@ -102,74 +105,68 @@ def classify_syslog(table: pa.Table | None, nodes: pa.Array) -> Classified:
     if table is None or table.num_rows == 0:
         return Classified(Events.empty(), last_seen, counts)
     counts["syslog_rows"] = table.num_rows
-    # last line of each node (activity check for unresolved losses)
-    g = pa.table({"node": table["node"], "t": pc.cast(table["time"], pa.timestamp("ns", tz="UTC")).cast(pa.int64())})
-    g = g.group_by("node").aggregate([("t", "max")])
-    idx = _node_idx(g["node"], nodes)
-    ok = idx >= 0
-    last_seen[idx[ok]] = g["t_max"].to_numpy()[ok]
+    ni_all = _node_idx(table["node"], nodes)
+    t_all = _ns(table["time"])
+    known = ni_all >= 0
+    np.maximum.at(last_seen, ni_all[known], t_all[known])  # last line of each node (activity check)
     app = pc.fill_null(table["app"], "")
     msg = table["message"]
-    is_ctld = pc.equal(app, "slurmctld")
-    nr = pc.and_(is_ctld, pc.match_substring(msg, "not responding"))
-    now = pc.and_(is_ctld, pc.match_substring(msg, "now responding"))
-    sf = pc.and_(pc.equal(app, "systemd"), pc.match_substring(msg, "Startup finished in"))
-    kb = pc.and_(
-        pc.equal(app, "kernel"),
-        pc.or_(pc.starts_with(msg, "Linux version "), pc.match_substring(msg, "Command line: BOOT_IMAGE=")),
-    )
-    parts_node: list[np.ndarray] = []
-    parts_t: list[np.ndarray] = []
-    parts_k: list[np.ndarray] = []
-    parts_d: list[np.ndarray] = []
-    for mask, kind, rex in ((nr, Event.NOT_RESPONDING, _NOT_RESP_RE), (now, Event.NOW_RESPONDING, _NOW_RESP_RE)):
-        sub = table.filter(mask)
-        if sub.num_rows == 0:
+
+    def subset(name: str) -> tuple[np.ndarray, pa.Array]:
+        rows = np.nonzero(pc.equal(app, name).to_numpy(zero_copy_only=False))[0]
+        return rows, msg.take(pa.array(rows))
+
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    ctld_rows, ctld_msg = subset("slurmctld")
+    for kind, needle, rex in ((Event.NOT_RESPONDING, "not responding", _NOT_RESP_RE),
+                              (Event.NOW_RESPONDING, "now responding", _NOW_RESP_RE)):
+        hit = pc.match_substring(ctld_msg, needle).to_numpy(zero_copy_only=False)
+        if not hit.any():
             continue
-        hl = pc.struct_field(pc.extract_regex(sub["message"], rex), "hl")
-        times = _ns(sub["time"])
-        uniq = pc.unique(hl.combine_chunks() if isinstance(hl, pa.ChunkedArray) else hl)
+        rows = ctld_rows[hit]
+        hl = pc.struct_field(pc.extract_regex(ctld_msg.filter(pa.array(hit)), rex), "hl")
+        hl = hl.combine_chunks() if isinstance(hl, pa.ChunkedArray) else hl
+        uniq = pc.unique(hl)
         code = pc.index_in(hl, value_set=uniq).to_numpy(zero_copy_only=False)
         expanded = [_expand(x) if x is not None else None for x in uniq.to_pylist()]
-        counts[f"{kind.name.lower()}_unparsed_hostlist"] += sum(1 for c in code if expanded[c] is None)
-        rep = np.array([len(e) if e else 0 for e in expanded], np.int64)[code]
-        flat = [h for e in expanded for h in (e or [])]
-        start_of = np.concatenate([[0], np.cumsum([len(e) if e else 0 for e in expanded])])
-        take = np.concatenate([np.arange(start_of[c], start_of[c] + len(expanded[c] or [])) for c in code]) if code.size else []
-        names = pa.array(flat, pa.string()).take(pa.array(np.asarray(take, np.int64))) if len(flat) else pa.array([], pa.string())
-        ni = _node_idx(names, nodes)
-        tt = np.repeat(times, rep)
+        lens = np.array([len(e) if e else 0 for e in expanded], np.int64)
+        counts[f"{kind.name.lower()}_unparsed_hostlist"] += int(np.isin(code, np.nonzero(lens == 0)[0]).sum())
+        # node index of every expanded name, laid out per distinct expression
+        flat_idx = _node_idx(pa.array([h for e in expanded for h in (e or [])], pa.string()), nodes)
+        offs = np.concatenate([[0], np.cumsum(lens)])
+        rep = lens[code]
+        take = np.repeat(offs[code], rep) + (np.arange(rep.sum()) - np.repeat(np.cumsum(rep) - rep, rep))
+        ni = flat_idx[take]
+        tt = np.repeat(t_all[rows], rep)
         counts["events_unknown_node"] += int((ni < 0).sum())
         good = ni >= 0
-        parts_node.append(ni[good])
-        parts_t.append(tt[good])
-        parts_k.append(np.full(int(good.sum()), kind, np.int8))
-        parts_d.append(np.zeros(int(good.sum()), np.int64))
-    for mask, kind in ((sf, Event.STARTUP_FINISHED), (kb, Event.KERNEL_BOOT)):
-        sub = table.filter(mask)
-        if sub.num_rows == 0:
-            continue
-        ni = _node_idx(sub["node"], nodes)
-        t = _ns(sub["time"])
-        d = np.zeros(sub.num_rows, np.int64)
-        if kind == Event.STARTUP_FINISHED:
-            totals = pc.struct_field(pc.extract_regex(sub["message"], r"= (?P<tot>[^=]+?)\.?\s*$"), "tot").to_pylist()
-            parsed = [parse_systemd_duration(x) if x else None for x in totals]
-            bad = np.array([p is None for p in parsed], bool)
-            counts["startup_finished_unparsed"] += int(bad.sum())
-            d = np.array([p or 0 for p in parsed], np.int64)
-            ni = np.where(bad, -1, ni)
-            counts["events_unknown_node"] += int(((ni < 0) & ~bad).sum())
-        else:
-            counts["events_unknown_node"] += int((ni < 0).sum())
+        parts.append((ni[good], tt[good], np.full(int(good.sum()), kind, np.int8), np.zeros(int(good.sum()), np.int64)))
+    sys_rows, sys_msg = subset("systemd")
+    hit = pc.match_substring(sys_msg, "Startup finished in").to_numpy(zero_copy_only=False)
+    if hit.any():
+        rows = sys_rows[hit]
+        totals = pc.struct_field(pc.extract_regex(sys_msg.filter(pa.array(hit)), r"= (?P<tot>[^=]+?)\.?\s*$"), "tot").to_pylist()
+        parsed = [parse_systemd_duration(x) if x else None for x in totals]
+        bad = np.array([p is None for p in parsed], bool)
+        counts["startup_finished_unparsed"] += int(bad.sum())
+        d = np.array([p or 0 for p in parsed], np.int64)
+        ni = ni_all[rows]
+        counts["events_unknown_node"] += int(((ni < 0) & ~bad).sum())
+        good = (ni >= 0) & ~bad
+        parts.append((ni[good], t_all[rows][good], np.full(int(good.sum()), Event.STARTUP_FINISHED, np.int8), d[good]))
+    k_rows, k_msg = subset("kernel")
+    hit = pc.or_(pc.match_substring(k_msg, "Linux version "), pc.match_substring(k_msg, "Command line: BOOT_IMAGE="))
+    hit = hit.to_numpy(zero_copy_only=False)
+    if hit.any():
+        rows = k_rows[hit]
+        ni = ni_all[rows]
+        counts["events_unknown_node"] += int((ni < 0).sum())
         good = ni >= 0
-        parts_node.append(ni[good])
-        parts_t.append(t[good])
-        parts_k.append(np.full(int(good.sum()), kind, np.int8))
-        parts_d.append(d[good])
-    if not parts_node:
+        parts.append((ni[good], t_all[rows][good], np.full(int(good.sum()), Event.KERNEL_BOOT, np.int8),
+                      np.zeros(int(good.sum()), np.int64)))
+    if not parts:
         return Classified(Events.empty(), last_seen, counts)
-    ev = Events(np.concatenate(parts_node), np.concatenate(parts_t), np.concatenate(parts_k), np.concatenate(parts_d))
+    ev = Events(*(np.concatenate([p[i] for p in parts]) for i in range(4)))
     # exact duplicate evidence (same line ingested twice) is harmless but counted
     key = np.stack([ev.node, ev.time, ev.kind.astype(np.int64), ev.duration], axis=1)
     counts["events"] = int(ev.node.size)
@@ -405,6 +402,8 @@ def read_node_set(store, tables: dict[str, pa.Table | None]) -> tuple[list[str],
     counts: Counter = Counter()
     topo = store.read_staged("topology")
     if topo is not None and topo.num_rows:
+        if "valid_from" in topo.column_names:  # several snapshots: the latest one wins
+            topo = topo.sort_by([("valid_from", "ascending")])
         names = topo["node"].to_pylist()
         racks_col = topo["rack"].to_pylist() if "rack" in topo.column_names else [None] * len(names)
         racks = {n: (str(r) if r is not None else None) for n, r in zip(names, racks_col, strict=True)}

@@ -40,6 +40,6 @@ def resv_table(rows: list[tuple[str, str, str, list[str], str]]) -> pa.Table:
         "start": pa.array([pd.Timestamp(r[1]).value for r in rows], pa.int64()).cast(TS),
         "end": pa.array([pd.Timestamp(r[2]).value for r in rows], pa.int64()).cast(TS),
         "node_list": pa.array([r[3] for r in rows], pa.list_(pa.string())),
-        "flags": pa.array([r[4] for r in rows], pa.string()),
-        "users": pa.array(["alice"] * len(rows), pa.string()),
+        "flags": pa.array([[f for f in r[4].split(",") if f] for r in rows], pa.list_(pa.string())),
+        "users": pa.array([["alice"]] * len(rows), pa.list_(pa.string())),
     })

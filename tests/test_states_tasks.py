@@ -33,6 +33,9 @@ def test_reservation_classes():
     assert reservation_state("root_1", "") == State.ADMIN_RESV
     assert reservation_state("emergency_power", "MAINT") == State.UNSCHEDULED_RESV
     assert reservation_state("climate_team", "") == State.RESERVED_IDLE
+    assert reservation_state("fw_update", ["MAINT", "IGNORE_JOBS"]) == State.ADMIN_RESV
+    assert reservation_state("climate_team", ["IGNORE_JOBS"]) == State.RESERVED_IDLE
+    assert reservation_state(None, None) == State.RESERVED_IDLE
 
 
 def test_classify_hostlist_unknown_and_garbage():
