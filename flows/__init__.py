@@ -1,1 +1,20 @@
-"""nodewatch: flows."""
+"""nodewatch flows: Prefect flows (thin wiring of tasks) and the ``nodewatch`` CLI.
+
+Importing this package sets Prefect defaults for nodewatch processes before ``prefect`` is
+imported: analytics off and a generous ephemeral-server start-up timeout (the first start migrates
+SQLite and can take ~30 s on a 2-core machine). Values already set in the environment win.
+"""
+
+from __future__ import annotations
+
+import os
+
+PREFECT_DEFAULTS = {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "DO_NOT_TRACK": "1",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "300",
+    "GX_ANALYTICS_ENABLED": "false",
+    "PREFECT_LOGGING_LEVEL": "WARNING",
+}
+for _k, _v in PREFECT_DEFAULTS.items():
+    os.environ.setdefault(_k, _v)
