@@ -330,8 +330,12 @@ class Ingestor:
         return pa.table([rows.column(f.name).cast(f.type) for f in fields], schema=pa.schema(fields))
 
     # ------------------------------------------------------------------ finish
-    def finish(self, write_docs_to: Path | None = None) -> IngestResult:
-        """Dedupe and write staged + quarantine partitions, mark inputs ingested, record counts."""
+    def finish(self, data_docs: bool = True) -> IngestResult:
+        """Dedupe and write staged + quarantine partitions, mark inputs ingested, record counts.
+
+        With ``data_docs`` a GX Data Docs site of the run's merged validation result is written to
+        ``validation/<run_id>/<table>/`` in the store (its URL is in the result and the manifest).
+        """
         key = list(self.schema.unique_key)
         dup_by_file: dict[str, int] = defaultdict(int)
         staged_by_file: dict[str, int] = defaultdict(int)
@@ -393,11 +397,22 @@ class Ingestor:
             self.recorder.add_input(rec)
         self.recorder.add_counts(self.schema.name, self.result.counts)
         self.result.unexpected = {k: v for k, v in self.validator.unexpected.items() if v}
-        if write_docs_to is not None:
-            idx = write_data_docs([self.validator], run_id, write_docs_to)
-            self.result.data_docs = str(idx) if idx else None
+        if data_docs:
+            self._write_docs()
+        self.recorder.add_output(f"staged_{self.schema.name}", sorted(set(self.result.dates)))
         self._tmp.cleanup()
         return self.result
+
+    def _write_docs(self) -> None:
+        run_id, table = self.recorder.run_id, self.schema.name
+        local = Path(self._tmp.name) / "docs"
+        if write_data_docs([self.validator], run_id, local) is None:
+            return
+        target = self.store.path("validation", run_id, table)
+        self.store.fs.makedirs(target, exist_ok=True)
+        self.store.fs.put(str(local) + "/", target, recursive=True)
+        self.result.data_docs = self.store.url_of("validation", run_id, table, "index.html")
+        self.recorder.add_output(f"data_docs_{table}", self.result.data_docs)
 
     def _existing(self, date: str, key: list[str]) -> pa.Table | None:
         """Key columns of rows already staged for ``date`` (by earlier runs)."""
@@ -419,14 +434,8 @@ def ingest_files(
     aliases: dict[str, str] | None = None,
     future_tolerance_s: int = 300,
     data_docs: bool = True,
-    on_file: Callable[[Path], None] | None = None,
-    on_rows: Callable[[int], None] | None = None,
 ) -> IngestResult:
-    """Ingest ``paths`` of source ``spec`` into the store within the run of ``recorder``.
-
-    Data Docs (if ``data_docs``) are written to ``validation/<run_id>/<table>/`` on local stores
-    (or uploaded there for remote ones) and the index path is in the result.
-    """
+    """Ingest ``paths`` of source ``spec`` into the store within the run of ``recorder``."""
     ing = Ingestor(
         store,
         spec,
@@ -438,19 +447,8 @@ def ingest_files(
         future_tolerance_s=future_tolerance_s,
     )
     for p in paths:
-        if on_file:
-            on_file(p)
-        ing.add_file(Path(p), fmt, on_rows=on_rows)
-    docs_dir = None
-    if data_docs:
-        docs_dir = Path(tempfile.mkdtemp(prefix="nodewatch-docs-"))
-    res = ing.finish(write_docs_to=docs_dir)
-    if docs_dir is not None and res.data_docs:
-        target = store.path("validation", recorder.run_id, spec.table.name)
-        store.fs.makedirs(target, exist_ok=True)
-        store.fs.put(str(docs_dir) + "/", target, recursive=True)
-        res.data_docs = store.url_of("validation", recorder.run_id, spec.table.name, "index.html")
-    return res
+        ing.add_file(Path(p), fmt)
+    return ing.finish(data_docs=data_docs)
 
 
 def known_nodes_and_aliases(store: Store) -> tuple[set[str] | None, dict[str, str]]:
