@@ -181,7 +181,9 @@ def plot_shapes(df: pd.DataFrame, path: str | Path, title: str = "Job shapes: no
     for i in range(len(n_keys)):
         for j in range(len(r_keys)):
             if np.isfinite(grid[i, j]) and share[i, j] >= 0.005:
-                ax.text(j, i, f"{100 * share[i, j]:.0f}%", ha="center", va="center", color="white", fontsize=7)
+                bright = positive.size and im.norm(grid[i, j]) > 0.6
+                ax.text(j, i, f"{100 * share[i, j]:.0f}%", ha="center", va="center", color="black" if bright else "white",
+                        fontsize=7)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
