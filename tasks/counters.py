@@ -124,6 +124,14 @@ def counter_rates(
     return rate, status
 
 
+def _codes(a: pa.Array) -> np.ndarray:
+    """Integer code per value (equal strings -> equal codes; null -> its own code)."""
+    enc = pc.dictionary_encode(a, null_encoding="encode")
+    if isinstance(enc, pa.ChunkedArray):
+        enc = enc.combine_chunks()
+    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
 @dataclass
 class CounterState:
     """Last finite sample of every counter series seen so far in one file (carried across batches)."""
@@ -157,9 +165,9 @@ def rates_with_state(
     all_metric = pa.concat_arrays([pa.array(state.metric, pa.string()), metric.cast(pa.string())])
     all_t = np.concatenate([state.time_ns, np.asarray(time_ns, np.int64)])
     all_v = np.concatenate([state.value, np.asarray(value, np.float64)])
-    key = pc.binary_join_element_wise(all_node, all_metric, "\x1f")
-    enc = pc.dictionary_encode(key).combine_chunks() if isinstance(key, pa.ChunkedArray) else pc.dictionary_encode(key)
-    sid = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    n_codes = _codes(all_node)
+    m_codes = _codes(all_metric)
+    sid = n_codes * (int(m_codes.max(initial=0)) + 1) + m_codes
     rate, status = counter_rates(sid, all_t, all_v, on_reset, preset=(state.rate, state.status))
     # new state: latest finite sample per series (ties: the later row)
     fin = np.flatnonzero(np.isfinite(all_v))

@@ -287,3 +287,9 @@ def test_sniffers():
     for what, (head, want) in table.items():
         got = [sniff_long_parquet(head), sniff_long_csv(head), sniff_ldms_csv(head), sniff_turin_parquet(head)]
         assert got == want, what
+
+
+def test_quoted_header_names():
+    rows, rej = run(parse_long_csv, b'"timestamp","node","metric","value"\n2024-01-01T00:00:00Z,n1,load1,1\n')
+    assert rows.num_rows == 1 and rej.num_rows == 0
+    assert sniff_long_csv(b'"timestamp","node","metric","value"\n') == 1.0

@@ -12,6 +12,7 @@ reservation parsers.
 
 from __future__ import annotations
 
+import csv
 import io
 import lzma
 import zlib
@@ -35,14 +36,17 @@ _EPOCH = r"^[+-]?\d+(\.\d*)?$"
 _FLOAT = r"^[+-]?((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[Nn][Aa][Nn]|[Ii]nf(inity)?|INF)$"
 _MAX_EPOCH_S = 9.2e9  # int64 nanoseconds overflow beyond ~2262
 def file_error(ctx: ParseContext, msg: str) -> InputError:
+    """An :class:`InputError` whose message starts with the file name."""
     return InputError(f"{ctx.name}: {msg}")
 
 
 def to_numpy(a: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Arrow array -> numpy (copies when needed, nulls as the type allows)."""
     return np.asarray(a.to_numpy(zero_copy_only=False))
 
 
 def combine(a: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """A ChunkedArray as one contiguous Array (Arrays unchanged)."""
     return a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a
 
 
@@ -186,6 +190,7 @@ def apply_aliases(node: pa.Array, aliases: dict[str, str] | None) -> pa.Array:
 
 
 def reject_table(offsets: np.ndarray, raws: list[str], reasons: list[str] | str) -> pa.Table:
+    """Rejects table (``REJECT_SCHEMA``); ``raw`` capped at 4 KiB, one reason for all or one per row."""
     if isinstance(reasons, str):
         reasons = [reasons] * len(raws)
     return pa.table(
@@ -214,7 +219,10 @@ def read_header(stream: BinaryIO, ctx: ParseContext) -> list[str]:
         raise file_error(ctx, f"line 1: header is not UTF-8 ({e.reason} at byte {e.start}); not a telemetry CSV") from e
     if "\x00" in text:
         raise file_error(ctx, "line 1: header contains NUL bytes; not a telemetry CSV")
-    cols = [c.strip() for c in text.split(",")]
+    try:
+        cols = [c.strip() for c in next(csv.reader([text]))] if text else [""]
+    except csv.Error as e:
+        raise file_error(ctx, f"line 1: malformed CSV header: {e}") from e
     dup = sorted({c for c in cols if cols.count(c) > 1})
     if dup:
         raise file_error(ctx, f"line 1: duplicate header columns {dup}")
@@ -245,36 +253,48 @@ class TruncationGuard(io.RawIOBase):
         self.error: BaseException | None = None
 
     def readable(self) -> bool:
+        """Always readable."""
         return True
 
-    def _fill(self) -> None:
-        while not self._ready and not self._eof:
+    def _fill(self, want: int) -> None:
+        """Read until ``want`` bytes of complete lines are ready, or the end / a break of the stream."""
+        parts = [self._ready]
+        have = len(self._ready)
+        while have < want and not self._eof:
             try:
-                chunk = self._read(self._chunk)
+                chunk = self._read(max(self._chunk, want - have))
             except _STREAM_ERRORS as e:
                 self.error, self._eof, self._tail = e, True, b""
-                return
+                break
             if not chunk:
                 self._eof = True
-                self._ready, self._tail = self._tail, b""
-                return
+                parts.append(self._tail)
+                have += len(self._tail)
+                self._tail = b""
+                break
             data = self._tail + chunk
             cut = data.rfind(b"\n") + 1
             if cut == 0 and len(data) < 1 << 26:
                 self._tail = data
                 continue
             cut = cut or len(data)
-            self._ready, self._tail = data[:cut], data[cut:]
+            parts.append(data[:cut])
+            have += cut
+            self._tail = data[cut:]
+        self._ready = b"".join(parts)
 
     def read(self, n: int = -1) -> bytes:
-        self._fill()
+        """Up to ``n`` bytes of complete lines (fewer only at the end or after a break)."""
         if n is None or n < 0:
+            self._fill(1 << 62)
             out, self._ready = self._ready, b""
             return out
+        self._fill(n)
         out, self._ready = self._ready[:n], self._ready[n:]
         return out
 
     def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
+        """``io.RawIOBase`` protocol on top of :meth:`read`."""
         data = self.read(len(b))
         b[: len(data)] = data
         return len(data)
@@ -349,6 +369,7 @@ class CsvBlocks:
 
 
 def empty_line_mask(rb: pa.RecordBatch) -> np.ndarray:
+    """True for rows whose every column is empty (blank input lines)."""
     m = np.ones(rb.num_rows, bool)
     for c in rb.columns:
         m &= to_numpy(pc.equal(pc.binary_length(c), 0)).astype(bool)
@@ -385,7 +406,10 @@ def csv_header(head: bytes) -> list[str] | None:
         text = first.decode("utf-8").lstrip("\ufeff").rstrip("\r")
     except UnicodeDecodeError:
         return None
-    return [c.strip() for c in text.split(",")]
+    try:
+        return [c.strip() for c in next(csv.reader([text]))] if text else None
+    except csv.Error:
+        return None
 
 
 

@@ -99,6 +99,14 @@ class _Emitter:
         self.state = CounterState()
         self._counters = pa.array(sorted(COUNTERS), pa.string())
 
+    def _nodes(self, node: pa.Array) -> pa.Array:
+        """Node names as strings with host aliases applied (on the dictionary when there is one)."""
+        aliases = dict(self.ctx.aliases)
+        if pa.types.is_dictionary(node.type):
+            d = apply_aliases(node.dictionary.cast(pa.string()), aliases)
+            return pa.DictionaryArray.from_arrays(node.indices, d).cast(pa.string())
+        return apply_aliases(node.cast(pa.string()), aliases)
+
     def emit(
         self,
         time: pa.Array,
@@ -109,19 +117,26 @@ class _Emitter:
         rejects: Sequence[pa.Table] = (),
     ) -> Iterator[ParseResult]:
         """Yield ParseResults (at most ``ctx.batch_rows`` rows each) for parsed columns."""
-        node = apply_aliases(combine(node).cast(pa.string()), dict(self.ctx.aliases))
-        metric = combine(metric).cast(pa.string())
+        node = self._nodes(combine(node))
+        # metric names are few: work on the dictionary (counter lookup and "_rate" renaming)
+        mdict = combine(metric)
+        if not pa.types.is_dictionary(mdict.type):
+            mdict = pc.dictionary_encode(mdict.cast(pa.string()))
+        names = mdict.dictionary.cast(pa.string())
+        midx = to_numpy(pc.fill_null(mdict.indices, -1)).astype(np.int64)
+        name_is_counter = to_numpy(pc.fill_null(pc.is_in(names, value_set=self._counters), False)).astype(bool)
         time = combine(time)
-        value_np = to_numpy(pc.fill_null(combine(value).cast(pa.float64()), np.nan)).astype(np.float64, copy=True)
-        value_null = to_numpy(pc.is_null(combine(value)))
+        value = combine(value)
+        value_np = to_numpy(pc.fill_null(value.cast(pa.float64()), np.nan)).astype(np.float64, copy=True)
+        value_null = to_numpy(pc.is_null(value)).astype(bool) if value.null_count else np.zeros(len(value_np), bool)
         offset = np.asarray(offset, np.int64)
         rej = [r for r in rejects if r.num_rows]
-        is_counter = to_numpy(pc.fill_null(pc.is_in(metric, value_set=self._counters), False)).astype(bool)
         keep = np.ones(len(value_np), bool)
-        if is_counter.any():
+        if name_is_counter.any():
+            is_counter = np.append(name_is_counter, False)[midx]  # index -1 (null metric) -> False
             ci = np.flatnonzero(is_counter)
             take = pa.array(ci)
-            c_node, c_metric, c_time = node.take(take), metric.take(take), time.take(take)
+            c_node, c_metric, c_time = node.take(take), names.take(pa.array(midx[ci])), time.take(take)
             t_ns = to_numpy(pc.fill_null(c_time.cast(pa.int64()), np.iinfo(np.int64).min)).astype(np.int64)
             v = np.where(value_null[ci], np.nan, value_np[ci])
             v[t_ns == np.iinfo(np.int64).min] = np.nan  # no time: cannot be placed in a series
@@ -129,7 +144,7 @@ class _Emitter:
             failed = ~np.isfinite(rate)
             value_np[ci] = rate
             value_null[ci] = False
-            metric = pc.if_else(pa.array(is_counter), pc.binary_join_element_wise(metric, "_rate", ""), metric)
+            names = pc.if_else(pa.array(name_is_counter), pc.binary_join_element_wise(names, "_rate", ""), names)
             if failed.any():
                 fi = np.flatnonzero(failed)
                 keep[ci[fi]] = False
@@ -144,6 +159,7 @@ class _Emitter:
                         schema=REJECT_SCHEMA,
                     )
                 )
+        metric = pa.DictionaryArray.from_arrays(mdict.indices, names).cast(pa.string())
         values = pa.array(value_np, pa.float64(), mask=value_null)
         rows = pa.table(
             [time.cast(TS), node, metric, values, pa.array(offset, pa.int64())], schema=ROW_SCHEMA
