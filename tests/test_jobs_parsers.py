@@ -357,3 +357,24 @@ def test_truncated_gzip_keeps_rows_before_error(monkeypatch):
     # rows decompressed before the cut were yielded, without gaps, and the error names the next line
     assert len(offsets) > 100 and offsets == list(range(9, 9 + len(offsets)))
     assert str(info.value).endswith(f"line {offsets[-1] + 1}")
+
+
+def test_truncated_gzip_sacct_keeps_rows_before_error():
+    stream = open_binary(BAD / "jobs" / "sacct_truncated.log.gz")
+    offsets = []
+    with pytest.raises(InputError) as info:
+        for batch in parse_sacct(stream, ParseContext(name="t.log.gz", batch_rows=100)):
+            assert batch.rejects.num_rows == 0
+            offsets.extend(batch.rows.column("source_offset").to_pylist())
+    # every complete line before the cut became a row (line 1 is the header); the error names the next line
+    assert len(offsets) > 100 and offsets == list(range(2, 2 + len(offsets)))
+    assert str(info.value).startswith("t.log.gz: stream ends unexpectedly (")
+    assert str(info.value).endswith(f"line {offsets[-1] + 1}")
+
+
+def test_sacct_lines_across_read_chunks():
+    # records longer than the 64 KiB read size and CRLF split across reads parse like short ones
+    long_name = "x" * 70000
+    data = corpus._sacct([corpus.sacct_row(name=long_name), corpus.sacct_row(job="101")], eol="\r\n")
+    rows, rejects, _ = parse(parse_sacct, data=data)
+    assert rows.column("job_id").to_pylist() == ["100", "101"] and rejects.num_rows == 0

@@ -25,7 +25,9 @@ allocated yet) gives a null ``cores``. Everything else is passed through for val
 
 from __future__ import annotations
 
+import lzma
 import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -38,7 +40,7 @@ from schemas.jobs import PARSED_SCHEMA
 from schemas.names import is_valid_node_name
 from tasks.ingest.base import ParseContext, ParseResult, empty_rejects, rejects_table
 from tasks.ingest.hostlist import HostlistError, expand_hostlist
-from tasks.ingest.inputs import InputError, iter_lines
+from tasks.ingest.inputs import InputError
 
 REQUIRED_COLUMNS: tuple[str, ...] = ("JobID", "Submit", "Start", "End", "State", "NNodes")
 """sacct fields a dump must have."""
@@ -339,6 +341,49 @@ class _Converter:
         }
 
 
+MAX_LINE_BYTES = 16 << 20
+"""A line longer than this (no newline in 16 MiB) makes the file unreadable."""
+
+_STREAM_ERRORS = (EOFError, OSError, lzma.LZMAError, zlib.error, pa.ArrowException)
+
+
+class _StreamCut(Exception):
+    """The input stream failed after ``lines`` complete lines."""
+
+    def __init__(self, lines: int, error: str) -> None:
+        super().__init__(error)
+        self.lines = lines
+
+
+def _iter_lines(stream: BinaryIO) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(line_number, line)`` (1-based, ``\\r\\n``/``\\n`` removed).
+
+    Reads 64 KiB at a time (``read1`` where available), so when a compressed stream is cut the lines
+    decompressed before the cut are still yielded; then :class:`_StreamCut` is raised.
+    """
+    read = getattr(stream, "read1", None) or stream.read
+    buf = b""
+    no = 0
+    while True:
+        try:
+            chunk = read(1 << 16)
+        except _STREAM_ERRORS as e:
+            raise _StreamCut(no, str(e)) from e
+        if not chunk:
+            if buf:
+                no += 1
+                yield no, buf.rstrip(b"\r")
+            return
+        buf += chunk
+        lines = buf.split(b"\n")
+        buf = lines.pop()
+        if len(buf) > MAX_LINE_BYTES:
+            raise _StreamCut(no, f"line {no + 1} is longer than {MAX_LINE_BYTES >> 20} MiB")
+        for line in lines:
+            no += 1
+            yield no, line[:-1] if line.endswith(b"\r") else line
+
+
 def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
@@ -368,7 +413,7 @@ def parse_sacct(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
     except (ZoneInfoNotFoundError, ValueError) as e:
         raise InputError(f"{ctx.name}: unknown time zone {ctx.tz!r}, line 0") from e
     limit = ctx.reference_time + timedelta(days=1)
-    lines = iter_lines(stream)
+    lines = _iter_lines(stream)
     hdr: _Header | None = None
     conv: _Converter | None = None
     rows: list[dict[str, object]] = []
@@ -379,6 +424,7 @@ def parse_sacct(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
     pending: list[tuple[int, str]] = []  # lines read ahead, not yet consumed
     exhausted = False
     saw_any = False
+    cut: InputError | None = None
 
     def next_line() -> tuple[int, str] | None:
         nonlocal exhausted
@@ -391,8 +437,12 @@ def parse_sacct(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
         except StopIteration:
             exhausted = True
             return None
-        except InputError as e:
-            raise InputError(f"{ctx.name}: {e}") from e
+        except _StreamCut as e:
+            # keep what was read: the caller flushes rows parsed so far, then raises
+            nonlocal cut
+            cut = InputError(f"{ctx.name}: stream ends unexpectedly ({e}), line {e.lines + 1}")
+            exhausted = True
+            return None
         return no, _decode(raw)
 
     def flush() -> ParseResult:
@@ -482,6 +532,10 @@ def parse_sacct(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
                         reject(no, text, str(e))
         if len(rows) + len(rej_off) >= ctx.batch_rows:
             yield flush()
+    if cut is not None:
+        if rows or rej_off:
+            yield flush()
+        raise cut
     if not saw_any:
         raise InputError(f"{ctx.name}: empty file (0 bytes), line 0")
     if hdr is None:

@@ -173,7 +173,10 @@ EXPECTED: dict[str, Expect] = {
     "sacct_crlf.log": Expect(rows=2, values={"job_id": ["100", "101"], "node_list": [["n01", "n02"], ["n03"]]}),
     "sacct_non_utf8.log": Expect(rows=1, rejects={3: "parse: column User is not valid UTF-8"}),
     "sacct_truncated.log": Expect(rows=2, rejects={4: "parse: record has 8 fields, header has 17 (truncated record?)"}),
-    "sacct_truncated.log.gz": Expect(error="sacct_truncated.log.gz: stream ends unexpectedly after line"),
+    "sacct_truncated.log.gz": Expect(
+        error="sacct_truncated.log.gz: stream ends unexpectedly (Compressed file ended before the end-of-stream marker "
+        "was reached), line 989"
+    ),
     "sacct_end_before_start.log": Expect(rows=1, validation="end_time>=start_time"),
     "sacct_nodes_zero.log": Expect(rows=1, values={"nodes": [0], "node_list": [None], "start_time": [None]},
                                    validation="expect_column_values_to_be_between(nodes)"),
