@@ -48,7 +48,7 @@ def _positive(name: str, value: np.typing.ArrayLike) -> np.ndarray:
     if a.size == 0:
         raise ValueError(f"{name} is empty")
     if not np.all(np.isfinite(a)) or np.any(a <= 0):
-        bad = a[~(np.isfinite(a) & (a > 0))].ravel()[0]
+        bad = float(a[~(np.isfinite(a) & (a > 0))].ravel()[0])
         raise ValueError(f"{name} must be a positive finite number of hours, got {bad!r}")
     return a
 
@@ -56,7 +56,7 @@ def _positive(name: str, value: np.typing.ArrayLike) -> np.ndarray:
 def _shape(value: np.typing.ArrayLike) -> np.ndarray:
     a = np.asarray(value, dtype=float)
     if not np.all(np.isfinite(a)) or np.any(a <= 0):
-        bad = a[~(np.isfinite(a) & (a > 0))].ravel()[0]
+        bad = float(a[~(np.isfinite(a) & (a > 0))].ravel()[0])
         raise ValueError(f"Weibull shape must be > 0, got {bad!r}")
     return a
 
@@ -64,7 +64,7 @@ def _shape(value: np.typing.ArrayLike) -> np.ndarray:
 def _nonnegative(name: str, value: np.typing.ArrayLike) -> np.ndarray:
     a = np.asarray(value, dtype=float)
     if not np.all(np.isfinite(a)) or np.any(a < 0):
-        raise ValueError(f"{name} must be >= 0 hours, got {a[~(np.isfinite(a) & (a >= 0))].ravel()[0]!r}")
+        raise ValueError(f"{name} must be >= 0 hours, got {float(a[~(np.isfinite(a) & (a >= 0))].ravel()[0])!r}")
     return a
 
 
@@ -284,7 +284,8 @@ def aware_interval(
 
     Vectorised over S shapes (inputs broadcast to one shape vector), processed in batches of
     ``batch`` shapes to bound memory. "Never checkpoint" (``tau = inf``, cost ``mu^t + R P(t)``) is a
-    candidate and wins only if strictly cheaper; ties on the grid go to the shortest period, as in
+    candidate and wins if strictly cheaper (or if the best period exceeds the runtime, which takes no
+    checkpoint and costs the same); ties on the grid go to the shortest period, as in
     Algorithm 1's strict ``<``. ``extra_tau_h`` (shape (S, E)) adds candidate intervals, e.g. Young's
     and Daly's, so the result is never more expensive than they are under eq. 3.8.
     """
@@ -310,7 +311,8 @@ def aware_interval(
         out_tu = np.where(better, extra[np.arange(s), je] + tc, out_tu)
     pt = failure_cdf(t, m, w)
     never_cost = truncated_mean(t, m, w) + r * pt
-    never = never_cost < out_cost
+    # a period longer than the job means no checkpoint is taken: that is "never" (same cost)
+    never = (never_cost < out_cost) | (out_tu > t * (1 + _EPS))
     out_cost = np.where(never, never_cost, out_cost)
     out_tu = np.where(never, np.inf, out_tu)
     return AwareIntervals(

@@ -1,0 +1,83 @@
+"""Prefect flow ``checkpoint_tables`` (thin wiring of :mod:`tasks.checkpoint_tables`).
+
+Builds the failure-aware checkpoint-interval table (Frank, ch. 3) for the job shapes of the jobs table
+and/or the default shape grid, writes it to ``tables/checkpoint/<run_id>/`` (Zarr, CSV, markdown,
+PNGs), swaps ``tables/checkpoint/CURRENT`` after the run finished and publishes a Prefect table
+artifact (totals per failure model and checkpoint cost) and a markdown artifact (``table.md``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow, task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+
+from flows.prefect_env import artifact_key
+from models.failures import FailureModel
+from tasks.checkpoint_tables import AREA, CkptCost, run_checkpoint_tables
+from tasks.settings import load_settings
+from tasks.store import Store
+
+
+def run_tables(
+    store: str | None = None,
+    jobs: str | None = None,
+    system: str | None = None,
+    models: list[dict[str, Any]] | None = None,
+    failures: list[str] | None = None,
+    machine_nodes: int | None = None,
+    ckpt_costs_h: list[float] | None = None,
+    ckpt_size_gib: float | None = None,
+    fs_bandwidth_gib_s: float | None = None,
+    grid: bool = True,
+    restart_h: float = 0.0,
+) -> dict[str, Any]:
+    """Body of :func:`checkpoint_tables` (usable without Prefect); returns the manifest as a dict."""
+    st = Store(load_settings(store=store).store)
+    fms = [FailureModel(**m) for m in (models or [])]
+    costs = [CkptCost.fixed(h) for h in (ckpt_costs_h or [])]
+    if ckpt_size_gib is not None or fs_bandwidth_gib_s is not None:
+        if ckpt_size_gib is None or fs_bandwidth_gib_s is None:
+            raise ValueError("give both the checkpoint size per node and the file-system bandwidth")
+        costs.append(CkptCost.from_io(ckpt_size_gib, fs_bandwidth_gib_s))
+    params = {"jobs": jobs, "system": system, "models": models or [], "failures": failures or [],
+              "machine_nodes": machine_nodes, "ckpt_costs_h": ckpt_costs_h, "ckpt_size_gib": ckpt_size_gib,
+              "fs_bandwidth_gib_s": fs_bandwidth_gib_s, "grid": grid, "restart_h": restart_h}
+    return run_checkpoint_tables(
+        st, jobs=jobs, system=system, failure_models=fms, failure_systems=failures or [], machine_nodes=machine_nodes,
+        ckpt_costs=costs or None, grid=grid, restart_h=restart_h, parameters=params,
+    )
+
+
+@task(task_run_name="checkpoint-tables", cache_policy=NO_CACHE)
+def _tables(**kw: Any) -> dict[str, Any]:
+    return run_tables(**kw)
+
+
+@flow(name="checkpoint_tables", log_prints=True)
+def checkpoint_tables(
+    store: str | None = None,
+    jobs: str | None = None,
+    system: str | None = None,
+    models: list[dict[str, Any]] | None = None,
+    failures: list[str] | None = None,
+    machine_nodes: int | None = None,
+    ckpt_costs_h: list[float] | None = None,
+    ckpt_size_gib: float | None = None,
+    fs_bandwidth_gib_s: float | None = None,
+    grid: bool = True,
+    restart_h: float = 0.0,
+) -> dict[str, Any]:
+    """Checkpoint-interval tables (Young, Daly, aware) for job shapes x checkpoint costs x failure models."""
+    m = _tables(store=store, jobs=jobs, system=system, models=models, failures=failures, machine_nodes=machine_nodes,
+                ckpt_costs_h=ckpt_costs_h, ckpt_size_gib=ckpt_size_gib, fs_bandwidth_gib_s=fs_bandwidth_gib_s,
+                grid=grid, restart_h=restart_h)
+    create_table_artifact(m["notes"]["summary"], key=artifact_key("checkpoint-tables-summary"),
+                          description=f"checkpoint tables run {m['run_id']}: savings of aware vs Daly/Young")
+    st = Store(load_settings(store=store).store)
+    with st.fs.open(st.path(AREA, m["run_id"], "table.md"), "rb") as f:
+        md = f.read().decode()
+    create_markdown_artifact(md, key=artifact_key("checkpoint-tables"), description=f"run {m['run_id']}")
+    return m

@@ -1,0 +1,160 @@
+"""``nodewatch checkpoint tables|interval|show``: failure-aware checkpoint intervals (docs/checkpoint.md)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+checkpoint_app = typer.Typer(
+    help="Failure-aware checkpoint intervals (Frank ch. 3): one recommendation, or tables for job shapes.",
+    no_args_is_help=True,
+)
+
+
+def _dur(text: str, what: str) -> float:
+    from flows.cli import UserError
+    from tasks.failure_fits import parse_duration_hours
+
+    try:
+        return parse_duration_hours(text, what)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+
+
+def _shapes(values: list[float], what: str) -> list[float]:
+    from flows.cli import UserError
+
+    for v in values:
+        if not v > 0:
+            raise UserError(f"{what} must be > 0, got {v}")
+    return values
+
+
+@checkpoint_app.command("interval")
+def interval(
+    nodes: Annotated[int, typer.Option(help="Nodes the job uses.")],
+    hours: Annotated[float, typer.Option(help="Runtime of the job in hours (without checkpoints).")],
+    ckpt_cost: Annotated[str, typer.Option(help="Time to write one checkpoint, e.g. 10m, 0.25h.")],
+    mtbf_node: Annotated[str | None, typer.Option(help="MTBF of one node, e.g. 5y (job MTBF = it / nodes, eq. 3.14).")] = None,
+    mtbf_machine: Annotated[str | None, typer.Option(help="MTBF of the whole machine, e.g. 24h (needs --machine-nodes).")] = None,
+    machine_nodes: Annotated[int | None, typer.Option(help="Nodes in the machine (with --mtbf-machine).")] = None,
+    weibull_shape: Annotated[float, typer.Option(help="Weibull shape w of the failures (1 = Poisson).")] = 1.0,
+    restart: Annotated[str | None, typer.Option(help="Restart cost after a failure, e.g. 5m (interval unchanged).")] = None,
+) -> None:
+    """Print the aware checkpoint interval for one job with Daly's and Young's beside it."""
+    import math
+
+    from flows.cli import UserError, console
+    from models.checkpoint import aware_interval, daly_first_order_interval, daly_interval, expected_cost, young_interval
+    from models.failures import job_mtbf
+
+    if nodes < 1:
+        raise UserError(f"--nodes must be >= 1, got {nodes}")
+    if not (math.isfinite(hours) and hours > 0):
+        raise UserError(f"--hours must be > 0, got {hours}")
+    tc = _dur(ckpt_cost, "--ckpt-cost")
+    r = _dur(restart, "--restart") if restart else 0.0
+    if (mtbf_node is None) == (mtbf_machine is None):
+        raise UserError("give exactly one of --mtbf-node or --mtbf-machine (with --machine-nodes)")
+    try:
+        if mtbf_node is not None:
+            m_job = _dur(mtbf_node, "--mtbf-node") / nodes
+        else:
+            if machine_nodes is None:
+                raise UserError("--mtbf-machine needs --machine-nodes")
+            m_job = float(job_mtbf(_dur(mtbf_machine, "--mtbf-machine"), machine_nodes, nodes))
+        classic = [float(young_interval(m_job, tc)), float(daly_interval(m_job, tc)), float(daly_first_order_interval(m_job, tc))]
+        res = aware_interval(hours, tc, m_job, weibull_shape, restart_h=r, extra_tau_h=[classic])
+        costs = expected_cost(hours, classic, tc, m_job, weibull_shape, r)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    tau = float(res.tau_h[0])
+    aware_cost = float(res.cost_h[0])
+    console.print(f"job: {nodes} nodes x {hours:g} h, checkpoint cost {tc * 60:.1f} min, job MTBF {m_job:,.2f} h "
+                  f"(Weibull w={weibull_shape:g}), P(failure before the end) = {float(res.p_fail[0]):.3f}")
+    if res.never[0]:
+        console.print(f"[bold]aware: do not checkpoint[/bold]  expected cost {aware_cost:.3f} h")
+    else:
+        n = math.floor(hours / (tau + tc))
+        console.print(f"[bold]aware: checkpoint every {tau:.3f} h ({tau * 60:.0f} min of compute)[/bold], "
+                      f"{n} checkpoint(s), expected cost {aware_cost:.3f} h")
+    for name, t, c in (("Daly", classic[1], float(costs[1])), ("Young", classic[0], float(costs[0]))):
+        note = " (longer than the job: no checkpoint)" if t + tc > hours else ""
+        saving = 100 * (c - aware_cost) / c if c > 0 else 0.0
+        console.print(f"{name}: every {t:.3f} h{note}, expected cost {c:.3f} h; aware saves {saving:.1f}%")
+
+
+@checkpoint_app.command("tables")
+def tables(
+    jobs: Annotated[str | None, typer.Option(help="'staged' (all staged jobs) or the run id of a jobs ingest.")] = None,
+    system: Annotated[str | None, typer.Option(help="Only jobs of this system.")] = None,
+    failures: Annotated[list[str] | None, typer.Option(help="Fit models to staged failures of this system (repeat).")] = None,
+    machine_nodes: Annotated[int | None, typer.Option(help="Nodes of the machine whose failures are fitted.")] = None,
+    mtbf_node: Annotated[list[str] | None, typer.Option(help="Node MTBF, e.g. 5y (repeat; x each --weibull-shape).")] = None,
+    weibull_shape: Annotated[list[float] | None, typer.Option(help="Weibull shape for --mtbf-node (repeat; default 1).")] = None,
+    ckpt_cost: Annotated[list[str] | None, typer.Option(help="Checkpoint cost (repeat); default 6m, 15m, 30m.")] = None,
+    ckpt_size_gib: Annotated[float | None, typer.Option(help="Checkpoint GiB per node (with --fs-bandwidth-gib-s).")] = None,
+    fs_bandwidth_gib_s: Annotated[float | None, typer.Option(help="File-system write bandwidth in GiB/s.")] = None,
+    no_grid: Annotated[bool, typer.Option("--no-grid", help="Only the jobs' shapes, no 1-8192 x 1-72 h grid.")] = False,
+    restart: Annotated[str | None, typer.Option(help="Restart cost after a failure, e.g. 5m.")] = None,
+    no_prefect: Annotated[bool, typer.Option(help="Run without Prefect (no flow run, no artifacts).")] = False,
+) -> None:
+    """Build the checkpoint-interval tables into tables/checkpoint/<run_id>/ and point CURRENT at them."""
+    from flows.cli import UserError, console, settings
+
+    models = []
+    for text in mtbf_node or []:
+        h = _dur(text, "--mtbf-node")
+        for w in _shapes(weibull_shape or [1.0], "--weibull-shape"):
+            kind = "poisson" if w == 1.0 else f"weibull{w:g}"
+            models.append({"name": f"{kind}-node-mtbf-{text.strip()}", "mtbf_node_h": h, "shape": w})
+    if weibull_shape and not mtbf_node:
+        raise UserError("--weibull-shape needs --mtbf-node")
+    if not models and not failures:
+        raise UserError("give a failure model: --mtbf-node 5y [--weibull-shape 0.8] and/or --failures SYSTEM")
+    kw = dict(store=settings().store, jobs=jobs, system=system, models=models, failures=failures or [],
+              machine_nodes=machine_nodes, ckpt_costs_h=[_dur(c, "--ckpt-cost") for c in ckpt_cost] if ckpt_cost else None,
+              ckpt_size_gib=ckpt_size_gib, fs_bandwidth_gib_s=fs_bandwidth_gib_s, grid=not no_grid,
+              restart_h=_dur(restart, "--restart") if restart else 0.0)
+    try:
+        if no_prefect:
+            from flows.checkpoint import run_tables
+
+            m = run_tables(**kw)
+        else:
+            from flows.checkpoint import checkpoint_tables
+
+            m = checkpoint_tables(**kw)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    console.print(f"run {m['run_id']} {m['status']}: {m['notes']['intervals']:,} checkpointable "
+                  f"(shape, cost, model) cells in {sum(m['timings'].values()):.1f} s")
+    for r in m["notes"]["summary"]:
+        console.print(f"  {r['failure_model']:<32} {r['ckpt_cost']:<10} mean saving vs Daly {r['mean_saving_vs_daly_pct']}%,"
+                      f" vs Young {r['mean_saving_vs_young_pct']}%;"
+                      f" job node-h saved vs Daly {r['job_node_hours_saved_vs_daly']:,.1f}")
+    for k in ("table.md", "table.csv", "table.zarr", "plots"):
+        console.print(f"{k}: {m['outputs'][k]}")
+
+
+@checkpoint_app.command("show")
+def show(run_id: Annotated[str | None, typer.Argument(help="Run id (default: CURRENT).")] = None) -> None:
+    """Print the markdown summary of a checkpoint-table run."""
+    from flows.cli import UserError, console, get_store
+    from schemas.names import check_path_token
+    from tasks.checkpoint_tables import AREA
+
+    st = get_store()
+    rid = run_id or st.current(AREA)
+    if rid is None:
+        raise UserError(f"no checkpoint tables in {st.url}; run `nodewatch checkpoint tables` first")
+    if not st.exists(AREA, check_path_token(rid, "run id"), "table.md"):
+        raise UserError(f"no checkpoint table run {rid!r} in {st.url}")
+    with st.fs.open(st.path(AREA, rid, "table.md"), "rb") as f:
+        console.print(f.read().decode(), markup=False, highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``checkpoint`` group."""
+    app.add_typer(checkpoint_app, name="checkpoint")

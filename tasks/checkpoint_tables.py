@@ -1,0 +1,599 @@
+"""Failure-aware checkpoint-interval tables for the job shapes users run (Frank, ch. 3).
+
+For every job shape (from :func:`tasks.shapes.job_shapes` on the jobs table, plus a default grid of
+1-8192 nodes x 1-72 h) x checkpoint cost x failure model, the table holds the interval of Young,
+Daly (first order as quoted by Frank, and Daly's higher-order form) and the aware interval
+(Algorithm 1 over eq. 3.8, with Young's and Daly's intervals added to its candidates), the expected
+cost ``E_C`` (eq. 3.8) and expected makespan ``runtime + E_C`` of each, and the saving of aware vs
+Daly and vs Young in % of ``E_C`` and in node-hours (per job and weighted by the shape's job count).
+
+A job on ``N`` nodes has the MTBF of eq. 3.14 (``MTBF_node / N``) and the failure model's Weibull
+shape. Output: ``tables/checkpoint/<run_id>/{table.zarr, table.csv, table.md, plots/*.png}``; the
+caller swaps ``tables/checkpoint/CURRENT`` after the run finished.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from models.checkpoint import (
+    aware_interval,
+    cost_grid,
+    daly_first_order_interval,
+    daly_interval,
+    expected_cost,
+    failure_cdf,
+    young_interval,
+)
+from models.failures import FailureModel
+from tasks.shapes import SHAPE_COLUMNS
+
+AREA = "tables/checkpoint"
+METHODS: tuple[str, ...] = ("young", "daly_first_order", "daly", "aware")
+DEFAULT_NODES: tuple[int, ...] = tuple(2**i for i in range(14))  # 1 .. 8192
+DEFAULT_RUNTIMES_H: tuple[float, ...] = (1, 2, 4, 8, 12, 24, 48, 72)
+DEFAULT_CKPT_COSTS_H: tuple[float, ...] = (0.1, 0.25, 0.5)
+
+
+@dataclass(frozen=True)
+class CkptCost:
+    """A checkpoint cost: fixed ``hours``, or derived as ``nodes * size_gib / bandwidth_gib_s``.
+
+    The derived form models a checkpoint of ``size_gib`` per node written to a shared file system of
+    aggregate bandwidth ``bandwidth_gib_s`` (so it grows with the job's node count).
+    """
+
+    label: str
+    hours: float | None = None
+    size_gib: float | None = None
+    bandwidth_gib_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.hours is None:
+            if not (self.size_gib and self.bandwidth_gib_s and self.size_gib > 0 and self.bandwidth_gib_s > 0):
+                raise ValueError("checkpoint cost needs hours > 0, or size per node and bandwidth > 0")
+        elif not (math.isfinite(self.hours) and self.hours > 0):
+            raise ValueError(f"checkpoint cost must be > 0 hours, got {self.hours!r}")
+
+    @classmethod
+    def fixed(cls, hours: float) -> CkptCost:
+        """A fixed cost, labelled like ``0.25h``."""
+        return cls(label=f"{hours:g}h", hours=hours)
+
+    @classmethod
+    def from_io(cls, size_gib: float, bandwidth_gib_s: float) -> CkptCost:
+        """A cost derived from per-node checkpoint size and file-system bandwidth."""
+        return cls(label=f"{size_gib:g}GiB-per-node-at-{bandwidth_gib_s:g}GiBps", size_gib=size_gib,
+                   bandwidth_gib_s=bandwidth_gib_s)
+
+    def hours_for(self, nodes: np.ndarray) -> np.ndarray:
+        """Checkpoint cost in hours for jobs on ``nodes`` nodes."""
+        n = np.asarray(nodes, float)
+        if self.hours is not None:
+            return np.full(n.shape, self.hours)
+        return n * float(self.size_gib) / float(self.bandwidth_gib_s) / 3600.0
+
+
+def default_shape_grid(nodes: Sequence[int] = DEFAULT_NODES, runtimes_h: Sequence[float] = DEFAULT_RUNTIMES_H) -> pd.DataFrame:
+    """The default grid of shapes (nodes x runtime) in the :data:`tasks.shapes.SHAPE_COLUMNS` layout (no jobs)."""
+    n, r = np.meshgrid(np.asarray(nodes, np.int64), np.asarray(runtimes_h, float), indexing="ij")
+    n, r = n.ravel(), r.ravel()
+    return pd.DataFrame({
+        "nodes_lo": n, "nodes_hi": n, "runtime_lo_h": r, "runtime_hi_h": r, "nodes_rep": n, "runtime_rep_h": r,
+        "jobs": np.zeros(n.size, np.int64), "node_hours": np.zeros(n.size), "share_node_hours": np.zeros(n.size),
+    })[list(SHAPE_COLUMNS)]
+
+
+def compute_table(
+    shapes: pd.DataFrame,
+    ckpt_costs: Sequence[CkptCost],
+    models: Sequence[FailureModel],
+    shape_source: Sequence[str] | None = None,
+    restart_h: float = 0.0,
+) -> xr.Dataset:
+    """Intervals, expected costs/makespans and savings for every shape x ckpt cost x failure model x method.
+
+    Shapes whose checkpoint cost is not shorter than their runtime (or whose runtime is under one
+    minute) are not checkpointable: their values are NaN (Frank, sec. 3.4.3 uses only jobs with
+    ``t_c + tau < t``).
+    """
+    missing = [c for c in SHAPE_COLUMNS if c not in shapes.columns]
+    if missing:
+        raise ValueError(f"shapes lack columns {missing}")
+    if not ckpt_costs or not models:
+        raise ValueError("need at least one checkpoint cost and one failure model")
+    names = [m.name for m in models]
+    if len(set(names)) != len(names):
+        raise ValueError(f"failure model names must be unique, got {names}")
+    s, c, f = len(shapes), len(ckpt_costs), len(models)
+    nodes = shapes["nodes_rep"].to_numpy(float)
+    runtime = shapes["runtime_rep_h"].to_numpy(float)
+    jobs = shapes["jobs"].to_numpy(float)
+    tc = np.stack([k.hours_for(nodes) for k in ckpt_costs], axis=1)  # (S, C)
+    mtbf = np.stack([m.job_mtbf(nodes) for m in models], axis=1)  # (S, F)
+    shape_w = np.array([m.shape for m in models])
+    T3 = np.broadcast_to(runtime[:, None, None], (s, c, f))
+    tc3 = np.broadcast_to(tc[:, :, None], (s, c, f))
+    m3 = np.broadcast_to(mtbf[:, None, :], (s, c, f))
+    w3 = np.broadcast_to(shape_w[None, None, :], (s, c, f))
+    ok = (tc3 < T3) & (T3 >= 1.0 / 60.0)
+    interval = np.full((s, c, f, len(METHODS)), np.nan)
+    cost = np.full_like(interval, np.nan)
+    never = np.zeros((s, c, f), bool)
+    if ok.any():
+        t_, tc_, m_, w_ = T3[ok], tc3[ok], m3[ok], w3[ok]
+        classic = np.stack([young_interval(m_, tc_), daly_first_order_interval(m_, tc_), daly_interval(m_, tc_)], axis=1)
+        ccost = expected_cost(t_[:, None], classic, tc_[:, None], m_[:, None], w_[:, None], restart_h)
+        aw = aware_interval(t_, tc_, m_, w_, restart_h=restart_h, extra_tau_h=classic)
+        interval[ok] = np.column_stack([classic, aw.tau_h])
+        cost[ok] = np.column_stack([ccost, aw.cost_h])
+        never[ok] = aw.never
+    p_fail = failure_cdf(runtime[:, None], mtbf, shape_w[None, :])  # (S, F)
+    makespan = runtime[:, None, None, None] + cost
+    i_y, i_d, i_a = METHODS.index("young"), METHODS.index("daly"), METHODS.index("aware")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        save_d = cost[..., i_d] - cost[..., i_a]
+        save_y = cost[..., i_y] - cost[..., i_a]
+        pct_d = np.where(cost[..., i_d] > 0, 100.0 * save_d / cost[..., i_d], 0.0)
+        pct_y = np.where(cost[..., i_y] > 0, 100.0 * save_y / cost[..., i_y], 0.0)
+    pct_d[~ok], pct_y[~ok] = np.nan, np.nan
+    nh_d = nodes[:, None, None] * save_d
+    nh_y = nodes[:, None, None] * save_y
+    dims3 = ("shape", "ckpt_cost", "failure_model")
+    dims4 = (*dims3, "method")
+    src = np.asarray(list(shape_source) if shape_source is not None else ["jobs"] * s, dtype=object)
+
+    def v(data: np.ndarray, dims: tuple[str, ...], units: str, long_name: str) -> xr.Variable:
+        return xr.Variable(dims, data, attrs={"units": units, "long_name": long_name})
+
+    ds = xr.Dataset(
+        {
+            "interval_h": v(interval, dims4, "h", "compute time between checkpoints tau (inf: never checkpoint)"),
+            "expected_cost_h": v(cost, dims4, "h", "expected checkpoint + lost-work cost E_C (Frank eq. 3.8)"),
+            "expected_makespan_h": v(makespan, dims4, "h", "runtime + E_C (first attempt; re-queued rest is a new job)"),
+            "never_checkpoint": v(never, dims3, "1", "aware method recommends not checkpointing"),
+            "checkpointable": v(ok, dims3, "1", "checkpoint cost < runtime and runtime >= 1 min"),
+            "ckpt_cost_h": v(tc, ("shape", "ckpt_cost"), "h", "checkpoint cost t_c"),
+            "job_mtbf_h": v(mtbf, ("shape", "failure_model"), "h", "job MTBF = node MTBF / nodes (Frank eq. 3.14)"),
+            "p_fail": v(p_fail, ("shape", "failure_model"), "1", "probability the job fails before its end (eq. 3.13)"),
+            "saving_vs_daly_pct": v(pct_d, dims3, "%", "E_C saving of aware vs Daly (higher order)"),
+            "saving_vs_young_pct": v(pct_y, dims3, "%", "E_C saving of aware vs Young"),
+            "saving_vs_daly_node_hours": v(nh_d, dims3, "node h", "node-hours saved per job vs Daly"),
+            "saving_vs_young_node_hours": v(nh_y, dims3, "node h", "node-hours saved per job vs Young"),
+            "saving_vs_daly_node_hours_weighted": v(nh_d * jobs[:, None, None], dims3, "node h",
+                                                    "node-hours saved vs Daly x jobs of the shape"),
+            "saving_vs_young_node_hours_weighted": v(nh_y * jobs[:, None, None], dims3, "node h",
+                                                     "node-hours saved vs Young x jobs of the shape"),
+        },
+        coords={
+            "shape": np.arange(s, dtype=np.int64),
+            "ckpt_cost": np.array([k.label for k in ckpt_costs], dtype=object),
+            "failure_model": np.array(names, dtype=object),
+            "method": np.array(METHODS, dtype=object),
+            "shape_source": ("shape", src),
+            "nodes": ("shape", nodes.astype(np.int64)),
+            "runtime_h": ("shape", runtime),
+            "nodes_lo": ("shape", shapes["nodes_lo"].to_numpy(np.int64)),
+            "nodes_hi": ("shape", shapes["nodes_hi"].to_numpy(np.int64)),
+            "runtime_lo_h": ("shape", shapes["runtime_lo_h"].to_numpy(float)),
+            "runtime_hi_h": ("shape", shapes["runtime_hi_h"].to_numpy(float)),
+            "jobs": ("shape", shapes["jobs"].to_numpy(np.int64)),
+            "node_hours": ("shape", shapes["node_hours"].to_numpy(float)),
+            "mtbf_node_h": ("failure_model", np.array([m.mtbf_node_h for m in models])),
+            "weibull_shape": ("failure_model", shape_w),
+            "model_source": ("failure_model", np.array([m.source for m in models], dtype=object)),
+        },
+        attrs={
+            "title": "Failure-aware checkpoint intervals (Frank, ch. 3)",
+            "grid_step_h": 1.0 / 60.0,
+            "restart_h": float(restart_h),
+            "methods": "young: sqrt(2 M tc); daly_first_order: sqrt(2 M tc) + tc; daly: Daly 2006 higher order; "
+                       "aware: Algorithm 1 over eq. 3.8 (1-min grid + the classical intervals + never)",
+        },
+    )
+    return ds
+
+
+# --------------------------------------------------------------------------- outputs
+def table_frame(ds: xr.Dataset) -> pd.DataFrame:
+    """Long table: one row per shape x ckpt cost x failure model, one column per method value."""
+    base = ds[["ckpt_cost_h", "job_mtbf_h", "p_fail", "never_checkpoint", "checkpointable", "saving_vs_daly_pct",
+               "saving_vs_young_pct", "saving_vs_daly_node_hours", "saving_vs_young_node_hours",
+               "saving_vs_daly_node_hours_weighted", "saving_vs_young_node_hours_weighted"]]
+    df = base.to_dataframe().reset_index()
+    for var, prefix in (("interval_h", "interval"), ("expected_cost_h", "cost"), ("expected_makespan_h", "makespan")):
+        wide = ds[var].to_dataframe().reset_index().pivot_table(
+            index=["shape", "ckpt_cost", "failure_model"], columns="method", values=var, dropna=False)
+        wide.columns = [f"{prefix}_{m}_h" for m in wide.columns]
+        df = df.merge(wide.reset_index(), on=["shape", "ckpt_cost", "failure_model"], how="left")
+    keep = ["shape", "shape_source", "nodes_lo", "nodes_hi", "nodes", "runtime_lo_h", "runtime_hi_h", "runtime_h", "jobs",
+            "node_hours", "ckpt_cost", "ckpt_cost_h", "failure_model", "mtbf_node_h", "weibull_shape", "job_mtbf_h",
+            "p_fail", "checkpointable", "never_checkpoint"]
+    keep += [f"{p}_{m}_h" for p in ("interval", "cost", "makespan") for m in METHODS]
+    keep += ["saving_vs_daly_pct", "saving_vs_young_pct", "saving_vs_daly_node_hours", "saving_vs_young_node_hours",
+             "saving_vs_daly_node_hours_weighted", "saving_vs_young_node_hours_weighted"]
+    return df[keep].sort_values(["failure_model", "ckpt_cost", "shape"], kind="stable").reset_index(drop=True)
+
+
+def _fmt_h(x: float) -> str:
+    if not np.isfinite(x):
+        return "never" if x == np.inf else "-"
+    return f"{x:.2f}"
+
+
+def summary_rows(ds: xr.Dataset) -> list[dict[str, Any]]:
+    """Per (failure model, ckpt cost): checkpointable shapes, mean saving % and weighted node-hours saved."""
+    out = []
+    for fm in ds.failure_model.values:
+        for ck in ds.ckpt_cost.values:
+            sel = ds.sel(failure_model=fm, ckpt_cost=ck)
+            ok = sel.checkpointable.values
+            js = ok & (sel.shape_source.values == "jobs")
+            w_d, w_y = sel.saving_vs_daly_node_hours_weighted.values, sel.saving_vs_young_node_hours_weighted.values
+            out.append({
+                "failure_model": str(fm), "ckpt_cost": str(ck), "checkpointable_shapes": int(ok.sum()),
+                "never_checkpoint_shapes": int(sel.never_checkpoint.values[ok].sum()),
+                "mean_saving_vs_daly_pct": round(float(np.nanmean(sel.saving_vs_daly_pct.values[ok])), 3) if ok.any() else None,
+                "mean_saving_vs_young_pct": round(float(np.nanmean(sel.saving_vs_young_pct.values[ok])), 3) if ok.any() else None,
+                "job_node_hours_saved_vs_daly": round(float(np.nansum(w_d[js])), 3),
+                "job_node_hours_saved_vs_young": round(float(np.nansum(w_y[js])), 3),
+            })
+    return out
+
+
+def markdown(ds: xr.Dataset, run_id: str, top: int = 15) -> str:
+    """Human summary: models, totals, the default-grid interval table and the most-used job shapes."""
+    lines = [f"# Checkpoint intervals — run `{run_id}`", "",
+             "Intervals are compute hours between checkpoints (Frank ch. 3); cost = expected checkpoint + "
+             "lost-work hours E_C (eq. 3.8); saving = aware vs Daly's higher-order interval.", "",
+             "| failure model | node MTBF (h) | Weibull shape | source |", "|---|---|---|---|"]
+    for fm in ds.failure_model.values:
+        r = ds.sel(failure_model=fm)
+        lines.append(f"| {fm} | {float(r.mtbf_node_h):,.0f} | {float(r.weibull_shape):.3f} | {r.model_source.item()} |")
+    lines += ["", "## Totals", "", "| failure model | ckpt cost | shapes | never | mean saving vs Daly % | vs Young % "
+              "| job node-h saved vs Daly | vs Young |", "|---|---|---|---|---|---|---|---|"]
+    for r in summary_rows(ds):
+        lines.append(f"| {r['failure_model']} | {r['ckpt_cost']} | {r['checkpointable_shapes']} | {r['never_checkpoint_shapes']} "
+                     f"| {r['mean_saving_vs_daly_pct']} | {r['mean_saving_vs_young_pct']} "
+                     f"| {r['job_node_hours_saved_vs_daly']:,.1f} | {r['job_node_hours_saved_vs_young']:,.1f} |")
+    grid = ds.shape_source.values == "grid"
+    ck = ds.ckpt_cost.values[len(ds.ckpt_cost) // 2]
+    if grid.any():
+        for fm in ds.failure_model.values:
+            sel = ds.sel(failure_model=fm, ckpt_cost=ck).isel(shape=np.flatnonzero(grid))
+            runtimes = sorted(set(sel.runtime_h.values.tolist()))
+            lines += ["", f"## Default grid, {fm}, checkpoint cost {ck}: aware interval h (saving vs Daly %)", "",
+                      "| nodes \\ runtime | " + " | ".join(f"{r:g} h" for r in runtimes) + " |",
+                      "|---" * (len(runtimes) + 1) + "|"]
+            for n in sorted(set(sel.nodes.values.tolist())):
+                cells = []
+                for r in runtimes:
+                    i = np.flatnonzero((sel.nodes.values == n) & (sel.runtime_h.values == r))[0]
+                    one = sel.isel(shape=i)
+                    if not bool(one.checkpointable):
+                        cells.append("-")
+                        continue
+                    aware = float(one.interval_h.sel({"method": "aware"}))
+                    cells.append(f"{_fmt_h(aware)} ({float(one.saving_vs_daly_pct):.1f}%)")
+                lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    jobs = ds.shape_source.values == "jobs"
+    if jobs.any():
+        fm = ds.failure_model.values[0]
+        sel = ds.sel(failure_model=fm, ckpt_cost=ck).isel(shape=np.flatnonzero(jobs))
+        order = np.argsort(-sel.node_hours.values, kind="stable")[:top]
+        lines += ["", f"## Most-used job shapes ({fm}, checkpoint cost {ck})", "",
+                  "| nodes | runtime h | jobs | P(fail) | aware | Daly | Young | saving vs Daly % | node-h saved |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for i in order:
+            one = sel.isel(shape=int(i))
+            iv = one.interval_h
+            lines.append(
+                f"| {int(one.nodes_lo)}-{int(one.nodes_hi)} | {float(one.runtime_h):.2f} | {int(one.jobs):,} "
+                f"| {float(one.p_fail):.3f} "
+                f"| {_fmt_h(float(iv.sel({'method': 'aware'})))} | {_fmt_h(float(iv.sel({'method': 'daly'})))} "
+                f"| {_fmt_h(float(iv.sel({'method': 'young'})))} | {float(one.saving_vs_daly_pct):.1f} "
+                f"| {float(one.saving_vs_daly_node_hours_weighted):,.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:80]
+
+
+def plot_cost_curves(ds: xr.Dataset, path: Path, n_shapes: int = 4, restart_h: float = 0.0) -> Path:
+    """PNG: expected cost (eq. 3.8) vs interval for a few shapes, with each method's interval marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fm, ck = ds.failure_model.values[0], ds.ckpt_cost.values[len(ds.ckpt_cost) // 2]
+    sel = ds.sel(failure_model=fm, ckpt_cost=ck)
+    cand = np.flatnonzero(sel.checkpointable.values & ~sel.never_checkpoint.values)
+    if cand.size == 0:
+        cand = np.flatnonzero(sel.checkpointable.values)
+    # spread over failure probability
+    order = cand[np.argsort(sel.p_fail.values[cand], kind="stable")]
+    picks = order[np.unique(np.linspace(0, order.size - 1, min(n_shapes, order.size)).round().astype(int))] if order.size else []
+    fig, axes = plt.subplots(1, max(len(picks), 1), figsize=(4.2 * max(len(picks), 1), 3.4), squeeze=False)
+    for ax, i in zip(axes[0], picks, strict=False):
+        one = sel.isel(shape=int(i))
+        t, tc = float(one.runtime_h), float(one.ckpt_cost_h)
+        m, w = float(one.job_mtbf_h), float(one.weibull_shape)
+        period, c = cost_grid(t, tc, m, w, restart_h)
+        ax.plot(period - tc, c[0], lw=1, label="E_C (eq. 3.8)")
+        for meth, mark in zip(METHODS, ("v", "^", "s", "o"), strict=True):
+            tau = float(one.interval_h.sel({'method': meth}))
+            if np.isfinite(tau) and tau + tc <= t:
+                ax.plot([tau], [float(expected_cost(t, tau, tc, m, w, restart_h))], mark, label=meth)
+        ax.axhline(float(one.expected_cost_h.sel({"method": "aware"})) if bool(one.never_checkpoint) else np.nan, ls=":", c="k")
+        ax.set_title(f"{int(one.nodes)} nodes, {t:g} h, P(fail)={float(one.p_fail):.2f}", fontsize=9)
+        ax.set_xscale("log")
+        ax.set_xlabel("interval tau [h] (log)")
+        ax.set_ylabel("expected cost [h]")
+        ax.legend(fontsize=6)
+    fig.suptitle(f"{fm}, checkpoint cost {ck}", fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plot_saving_heatmap(ds: xr.Dataset, fm: str, ck: str, path: Path) -> Path | None:
+    """PNG heat map of the aware saving vs Daly (%) over the default grid (nodes x runtime)."""
+    grid = np.flatnonzero(ds.shape_source.values == "grid")
+    if grid.size == 0:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sel = ds.sel(failure_model=fm, ckpt_cost=ck).isel(shape=grid)
+    nodes = sorted(set(sel.nodes.values.tolist()))
+    runtimes = sorted(set(sel.runtime_h.values.tolist()))
+    z = np.full((len(nodes), len(runtimes)), np.nan)
+    for k in range(sel.sizes["shape"]):
+        i, j = nodes.index(int(sel.nodes.values[k])), runtimes.index(float(sel.runtime_h.values[k]))
+        z[i, j] = sel.saving_vs_daly_pct.values[k]
+    fig, ax = plt.subplots(figsize=(6.5, 5))
+    im = ax.imshow(z, origin="lower", aspect="auto", cmap="magma")
+    fig.colorbar(im, ax=ax, label="E_C saving of aware vs Daly [%]")
+    ax.set_xticks(range(len(runtimes)), [f"{r:g}" for r in runtimes])
+    ax.set_yticks(range(len(nodes)), [str(n) for n in nodes])
+    ax.set_xlabel("runtime [h]")
+    ax.set_ylabel("nodes")
+    ax.set_title(f"{fm}, checkpoint cost {ck}", fontsize=10)
+    for i in range(len(nodes)):
+        for j in range(len(runtimes)):
+            if np.isfinite(z[i, j]):
+                ax.text(j, i, f"{z[i, j]:.0f}", ha="center", va="center", fontsize=6, color="cyan")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def zarr_encoding(ds: xr.Dataset) -> dict[str, dict[str, Any]]:
+    """Explicit encoding: one chunk per variable, zstd for data, no compression for coordinates."""
+    from zarr.codecs import ZstdCodec
+
+    enc: dict[str, dict[str, Any]] = {}
+    for name, var in ds.variables.items():
+        e: dict[str, Any] = {"chunks": tuple(max(n, 1) for n in var.shape)}
+        if name in ds.coords:
+            e["compressors"] = None
+        else:
+            e["compressors"] = (ZstdCodec(level=3, checksum=False),)
+            if var.dtype.kind == "f":
+                e["fill_value"] = np.nan
+        enc[str(name)] = e
+    return enc
+
+
+def write_outputs(store: Any, ds: xr.Dataset, run_id: str, restart_h: float = 0.0) -> dict[str, str]:
+    """Write table.zarr, table.csv, table.md and plots under ``tables/checkpoint/<run_id>/``."""
+    from schemas.names import check_path_token
+
+    check_path_token(run_id, "run id")
+    out: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="nodewatch-ckpt-") as tmp:
+        root = Path(tmp)
+        ds.to_zarr(root / "table.zarr", mode="w", zarr_format=3, consolidated=False, encoding=zarr_encoding(ds))
+        table_frame(ds).to_csv(root / "table.csv", index=False, float_format="%.6g")
+        (root / "table.md").write_text(markdown(ds, run_id))
+        plot_cost_curves(ds, root / "plots" / "cost_vs_interval.png", restart_h=restart_h)
+        for fm in ds.failure_model.values:
+            for ck in ds.ckpt_cost.values:
+                name = f"saving_heatmap_{_safe(str(fm))}_{_safe(str(ck))}.png"
+                plot_saving_heatmap(ds, str(fm), str(ck), root / "plots" / name)
+        for p in sorted(root.rglob("*")):
+            if p.is_file():
+                rel = p.relative_to(root).as_posix()
+                store.write_bytes(p.read_bytes(), AREA, run_id, rel)
+        for name in ("table.zarr", "table.csv", "table.md"):
+            out[name] = store.url_of(AREA, run_id, name)
+        out["plots"] = store.url_of(AREA, run_id, "plots")
+    return out
+
+
+def load_table(store: Any, run_id: str | None = None) -> xr.Dataset:
+    """Open ``tables/checkpoint/<run_id>/table.zarr`` (default: the CURRENT run)."""
+    rid = run_id or store.current(AREA)
+    if rid is None:
+        raise FileNotFoundError(f"no checkpoint table in {store.url} (run `nodewatch checkpoint tables` first)")
+    return xr.open_zarr(store.url_of(AREA, rid, "table.zarr"), zarr_format=3, consolidated=False)
+
+
+def remove_run_dir(store: Any, run_id: str) -> None:
+    """Delete a failed run's partial output directory (never the CURRENT one)."""
+    p = store.path(AREA, run_id)
+    if store.current(AREA) != run_id and store.fs.exists(p):
+        store.fs.rm(p, recursive=True)
+
+
+# --------------------------------------------------------------------------- inputs and the run
+def load_jobs(store: Any, spec: str, system: str | None = None) -> pd.DataFrame:
+    """Jobs for the shapes: ``"staged"`` (all staged jobs) or a run id (the staged parts that run wrote)."""
+    import pyarrow.parquet as pq
+
+    from schemas.names import check_path_token
+
+    cols = ["system", "step", "start_time", "nodes", "elapsed_s"]
+    if spec == "staged":
+        t = store.read_staged("jobs", columns=cols)
+        if t is None:
+            raise FileNotFoundError(f"no staged jobs in {store.url} (run `nodewatch ingest jobs ...` first)")
+    else:
+        rid = check_path_token(spec, "run id")
+        files = [f for f in store.staged_files("jobs") if f.rsplit("/", 1)[-1] == f"part-{rid}.parquet"]
+        if not files:
+            raise FileNotFoundError(
+                f"run {rid!r} staged no jobs in {store.url} (use 'staged' or a run id from `nodewatch runs list`)")
+        parts = []
+        for f in files:
+            with store.fs.open(f, "rb") as fh:
+                parts.append(pq.read_table(fh, columns=cols))
+        import pyarrow as pa
+
+        t = pa.concat_tables(parts)
+    df = t.to_pandas()
+    if system is not None:
+        df = df[df["system"] == system]
+        if df.empty:
+            raise ValueError(f"no jobs of system {system!r} in the selected jobs")
+    return df
+
+
+def models_from_failures(
+    store: Any, systems: Sequence[str], machine_nodes: int | None, plots_dir: Path | None = None,
+    purpose: str | None = "compute", table: str = "failures",
+) -> tuple[list[FailureModel], pd.DataFrame, dict[str, int]]:
+    """Fit exponential + Weibull per system from the staged ``failures`` (or ``failure_events``) table.
+
+    The machine size for eq. 3.14 is ``machine_nodes`` or the records' ``system_nodes``; a system
+    with neither is an error. Returns the models (two per system), the fit table and prep counts.
+    """
+    from tasks.failure_fits import failure_model_from_fit, failures_frame, fit_groups, qq_plot
+
+    t = store.read_staged(table)
+    if t is None:
+        raise FileNotFoundError(f"no staged {table} in {store.url} (run `nodewatch ingest failures ...` first)")
+    df = t.to_pandas()
+    group_col = "system" if "system" in df.columns else "node"
+    models: list[FailureModel] = []
+    fits_all = []
+    counts: dict[str, int] = {}
+    for sys_name in systems:
+        part = df[df[group_col] == sys_name]
+        if part.empty:
+            known = ", ".join(sorted(map(str, df[group_col].dropna().unique()))[:20])
+            raise ValueError(f"no {table} records of system {sys_name!r}; known: {known}")
+        fr = failures_frame(part, group_by=group_col, purpose=purpose if "purpose" in part.columns else None)
+        fits, gaps, c = fit_groups(fr)
+        if fits.empty:
+            raise ValueError(f"system {sys_name!r}: fewer than 10 failures after cleaning, cannot fit")
+        n_machine = machine_nodes
+        if n_machine is None and "system_nodes" in part.columns and part["system_nodes"].notna().any():
+            n_machine = int(part["system_nodes"].max())
+        if n_machine is None:
+            raise ValueError(f"system {sys_name!r}: machine node count unknown; pass --machine-nodes")
+        for _, row in fits.iterrows():
+            models.append(failure_model_from_fit(row, n_machine, name=f"{sys_name}-{row['dist']}"))
+        fits = fits.assign(machine_nodes=n_machine)
+        fits_all.append(fits)
+        for k in ("rows_in", "kept", "duplicates", "outside_window", "missing_time", "out_of_order"):
+            counts[f"{sys_name}.{k}"] = int(getattr(c, k))
+        if plots_dir is not None:
+            g = fits["group"].iloc[0]
+            qq_plot(*gaps[g], fits, plots_dir / f"qq_{_safe(sys_name)}.png", f"{sys_name}: failure inter-arrival times")
+    return models, pd.concat(fits_all, ignore_index=True), counts
+
+
+def build_shapes(jobs: pd.DataFrame | None, grid: bool) -> tuple[pd.DataFrame, list[str]]:
+    """Shapes from the jobs (via :func:`tasks.shapes.job_shapes`) followed by the default grid."""
+    from tasks.shapes import job_shapes
+
+    frames, src = [], []
+    if jobs is not None:
+        js = job_shapes(jobs)
+        frames.append(js)
+        src += ["jobs"] * len(js)
+    if grid:
+        g = default_shape_grid()
+        frames.append(g)
+        src += ["grid"] * len(g)
+    if not frames:
+        raise ValueError("no shapes: give jobs or keep the default grid")
+    return pd.concat(frames, ignore_index=True), src
+
+
+def run_checkpoint_tables(
+    store: Any,
+    *,
+    jobs: str | None = None,
+    system: str | None = None,
+    failure_models: Sequence[FailureModel] = (),
+    failure_systems: Sequence[str] = (),
+    machine_nodes: int | None = None,
+    ckpt_costs: Sequence[CkptCost] | None = None,
+    grid: bool = True,
+    restart_h: float = 0.0,
+    parameters: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The whole run: shapes, failure models, table, outputs, manifest; CURRENT is swapped at the end."""
+    from schemas.manifest import RowCounts
+    from tasks.runs import RunRecorder
+
+    params = parameters or {"jobs": jobs, "system": system, "failure_systems": list(failure_systems),
+                            "failure_models": [m.__dict__ for m in failure_models], "machine_nodes": machine_nodes,
+                            "ckpt_costs": [k.__dict__ for k in (ckpt_costs or [])], "grid": grid, "restart_h": restart_h}
+    rec = RunRecorder(store, "checkpoint_tables", params)
+    rec.write()
+    try:
+        with tempfile.TemporaryDirectory(prefix="nodewatch-ckpt-fit-") as tmp:
+            models = list(failure_models)
+            if failure_systems:
+                with rec.step("fit_failures"):
+                    fitted, fits, counts = models_from_failures(store, failure_systems, machine_nodes, Path(tmp))
+                models += fitted
+                rec.manifest.notes["failure_fits"] = fits.astype(object).where(fits.notna(), None).to_dict("records")
+                rec.manifest.notes["failure_prep_counts"] = counts
+                for p in sorted(Path(tmp).glob("*.png")):
+                    store.write_bytes(p.read_bytes(), AREA, rec.run_id, "plots", p.name)
+            if not models:
+                raise ValueError("no failure model: give --mtbf-node (and --weibull-shape) or --failures SYSTEM")
+            with rec.step("shapes"):
+                job_df = load_jobs(store, jobs, system) if jobs else None
+                shapes, src = build_shapes(job_df, grid)
+                if job_df is not None:
+                    rec.add_counts("jobs", RowCounts(rows_in=len(job_df), staged=len(job_df)))
+            with rec.step("solve"):
+                ds = compute_table(shapes, list(ckpt_costs or [CkptCost.fixed(h) for h in DEFAULT_CKPT_COSTS_H]), models,
+                                   src, restart_h)
+            with rec.step("write"):
+                outs = write_outputs(store, ds, rec.run_id, restart_h)
+        for k, v in outs.items():
+            rec.add_output(k, v)
+        rec.manifest.notes["summary"] = summary_rows(ds)
+        rec.manifest.notes["intervals"] = int(ds.checkpointable.sum())
+        m = rec.finish()
+    except BaseException as e:
+        rec.error(f"{type(e).__name__}: {e}")
+        rec.finish("failed")
+        remove_run_dir(store, rec.run_id)
+        raise
+    store.set_current(AREA, rec.run_id)
+    return m.model_dump(mode="json")
