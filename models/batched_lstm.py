@@ -34,6 +34,10 @@ class BatchedLinear(nn.Module):
         """``x[n, B, in] -> [n, B, out]``."""
         return torch.baddbmm(self.bias, x, self.weight)
 
+    def fm(self, xT: torch.Tensor) -> torch.Tensor:
+        """Feature-major form: ``xT[n, in, B] -> [n, out, B]`` (same weights)."""
+        return torch.baddbmm(self.bias.transpose(1, 2), self.weight.transpose(1, 2), xT)
+
 
 class BatchedLSTM(nn.Module):
     """One LSTM layer per node (Hochreiter & Schmidhuber; RUAD Section 3.6 encoder), stacked.
@@ -53,43 +57,44 @@ class BatchedLSTM(nn.Module):
             + torch.empty(n_nodes, 1, 4 * hidden).uniform_(-bound, bound, generator=gen)
         )
 
-    def project(self, x: torch.Tensor) -> torch.Tensor:
-        """Input projection ``x[n, R, I] @ W_ih + b -> [n, R, 4H]`` (one bmm for all rows)."""
-        return torch.baddbmm(self.bias, x, self.w_ih)
+    def project(self, xT: torch.Tensor) -> torch.Tensor:
+        """Input projection in feature-major layout: ``xT[n, I, R] -> W_ih^T x + b``, ``[n, 4H, R]`` (one bmm)."""
+        return torch.baddbmm(self.bias.transpose(1, 2), self.w_ih.transpose(1, 2), xT)
 
-    def recur(self, proj: torch.Tensor, return_sequences: bool) -> torch.Tensor:
-        """LSTM recurrence over projected windows ``proj[n, B, W, 4H]`` -> ``[n, B, W, H]`` or ``[n, B, H]``."""
+    def recur(self, steps: tuple[torch.Tensor, ...] | list[torch.Tensor], return_sequences: bool) -> list[torch.Tensor]:
+        """LSTM recurrence over projected inputs ``steps[t][n, 4H, B]``; returns the hidden states
+        ``[n, H, B]`` of every step (or only the last one).
+
+        Feature-major layout: batch is the contiguous inner axis, so every gate slice is a dense
+        ``[n, H, B]`` block (1.8x faster element-wise ops than ``[n, B, 4H]`` with H = 7, measured).
+        """
         H = self.hidden
-        n, B, W, _ = proj.shape
-        c = proj.new_zeros(n, B, H)
+        w_hh_t = self.w_hh.transpose(1, 2)
+        n, _, B = steps[0].shape
+        c = steps[0].new_zeros(n, H, B)
         h = c
         outs = []
-        for t, p_t in enumerate(proj.unbind(2)):  # unbind: one gradient stack instead of W slice-backwards
-            gates = p_t if t == 0 else torch.baddbmm(p_t, h, self.w_hh)
-            sig_part, g_part = gates.split((3 * H, H), dim=-1)
-            i, f, o = torch.sigmoid(sig_part).split(H, dim=-1)
+        for t, p_t in enumerate(steps):
+            gates = p_t if t == 0 else torch.baddbmm(p_t, w_hh_t, h)
+            sig_part, g_part = gates.split((3 * H, H), dim=1)
+            i, f, o = torch.sigmoid(sig_part).split(H, dim=1)
             c = f * c + i * torch.tanh(g_part)
             h = o * torch.tanh(c)
             if return_sequences:
                 outs.append(h)
-        return torch.stack(outs, dim=2) if return_sequences else h
-
-    def forward(self, x: torch.Tensor, return_sequences: bool) -> torch.Tensor:
-        """``x[n, B, W, I]`` -> all hidden states ``[n, B, W, H]`` or the last one ``[n, B, H]``."""
-        n, B, W, n_in = x.shape
-        proj = self.project(x.reshape(n, B * W, n_in)).reshape(n, B, W, 4 * self.hidden)
-        return self.recur(proj, return_sequences)
+        return outs if return_sequences else [h]
 
 
-def sliding(proj: torch.Tensor, window: int) -> torch.Tensor:
-    """All windows of ``window`` consecutive rows: ``proj[n, S, R, D] -> [n, S*(R-W+1), W, D]``.
+def windows_fm(proj: torch.Tensor, S: int, R: int, window: int) -> tuple[torch.Tensor, ...]:
+    """Per-step inputs of all windows inside segments: ``proj[n, D, S*R]`` (rows of S segments of R
+    consecutive rows) -> W tensors ``[n, D, S*(R-W+1)]``; step t of window j is row j+t.
 
-    Every row of a segment is projected once and shared by the W windows that contain it
-    (instead of W times when windows are projected one by one).
+    Every row is projected once and shared by the W windows containing it (instead of W times).
     """
-    n, S, R, D = proj.shape
+    n, D, _ = proj.shape
     c = R - window + 1
-    return proj.unfold(2, window, 1).permute(0, 1, 2, 4, 3).reshape(n, S * c, window, D)
+    u = proj.view(n, D, S, R).unfold(3, window, 1)  # [n, D, S, c, W]
+    return u.permute(0, 4, 1, 2, 3).reshape(n, window, D, S * c).unbind(1)
 
 
 class BatchedRUADNet(nn.Module):
@@ -110,16 +115,21 @@ class BatchedRUADNet(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x[n, B, W, I] -> x_hat[n, B, I]``."""
-        z = self.lstm2(self.lstm1(x, return_sequences=True), return_sequences=False)
-        return self.dec2(torch.relu(self.dec1(z)))
+        return self.forward_rows(x, x.shape[2])[:, :, 0]
 
     def forward_rows(self, rows: torch.Tensor, window: int) -> torch.Tensor:
         """Reconstruct the last vector of every window inside segments of consecutive rows:
         ``rows[n, S, R, I] -> x_hat[n, S, R-W+1, I]`` (output j belongs to the window ending at row j+W-1)."""
         n, S, R, F = rows.shape
-        proj = self.lstm1.project(rows.reshape(n, S * R, F)).reshape(n, S, R, -1)
-        z = self.lstm2(self.lstm1.recur(sliding(proj, window), return_sequences=True), return_sequences=False)
-        return self.dec2(torch.relu(self.dec1(z))).reshape(n, S, R - window + 1, F)
+        c = R - window + 1
+        xT = rows.reshape(n, S * R, F).transpose(1, 2)
+        h1 = self.lstm1.recur(windows_fm(self.lstm1.project(xT), S, R, window), return_sequences=True)
+        seq = torch.stack(h1, dim=2)  # [n, E1, W, B]
+        B = S * c
+        steps2 = self.lstm2.project(seq.reshape(n, -1, window * B)).view(n, -1, window, B).unbind(2)
+        z = self.lstm2.recur(steps2, return_sequences=False)[0]  # [n, L, B]
+        out = self.dec2.fm(torch.relu(self.dec1.fm(z)))  # [n, I, B]
+        return out.view(n, F, S, c).permute(0, 2, 3, 1)
 
 
 class BatchedDenseNet(nn.Module):
@@ -137,13 +147,15 @@ class BatchedDenseNet(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x[n, B, 1, I]`` (window of one step) ``-> x_hat[n, B, I]``."""
-        z = self.enc2(torch.relu(self.enc1(x[:, :, -1])))
-        return self.dec2(torch.relu(self.dec1(z)))
+        return self.forward_rows(x[:, :, -1:])[:, :, 0]
 
     def forward_rows(self, rows: torch.Tensor, window: int = 1) -> torch.Tensor:
         """``rows[n, S, R, I] -> x_hat[n, S, R, I]`` (every row is its own input, W = 1)."""
         n, S, R, F = rows.shape
-        return self.forward(rows.reshape(n, S * R, 1, F)).reshape(n, S, R, F)
+        xT = rows.reshape(n, S * R, F).transpose(1, 2)
+        z = self.enc2.fm(torch.relu(self.enc1.fm(xT)))
+        out = self.dec2.fm(torch.relu(self.dec1.fm(z)))
+        return out.view(n, F, S, R).permute(0, 2, 3, 1)
 
 
 class RUADNet(nn.Module):

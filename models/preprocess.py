@@ -101,9 +101,16 @@ class MinMaxScaler:
 
     def transform(self, X: np.ndarray) -> np.ndarray:
         """Scale with the training min/max; a constant training feature maps to ``x - min``."""
+        if X.shape[0] != self.min_.shape[0] or X.shape[2] != self.min_.shape[1]:
+            raise ValueError(f"scaler fitted on {self.min_.shape[0]} nodes x {self.min_.shape[1]} features, got X {X.shape}")
         span = self.max_ - self.min_
         span = np.where(np.isfinite(span) & (span > 0), span, 1.0).astype(np.float32)
         return ((X - self.min_[:, None, :]) / span[:, None, :]).astype(np.float32)
+
+
+    def node(self, k: int) -> MinMaxScaler:
+        """The scaler of node ``k`` alone."""
+        return MinMaxScaler(self.min_[k : k + 1], self.max_[k : k + 1])
 
 
 class _quiet_nan_warnings:

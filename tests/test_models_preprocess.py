@@ -54,6 +54,14 @@ def test_scaler_uses_training_rows_only():
     np.testing.assert_allclose(sc.transform(X)[0, :, 0], [0.0, 1.0, 0.5, 10.0])
 
 
+def test_scaler_refuses_other_node_count():
+    X = np.zeros((3, 4, 2), dtype=np.float32)
+    sc = MinMaxScaler.fit(X, np.ones((3, 4), bool))
+    with pytest.raises(ValueError, match="3 nodes"):
+        sc.transform(X[:1])
+    assert sc.node(1).transform(X[1:2]).shape == (1, 4, 2)
+
+
 def test_constant_feature_does_not_divide_by_zero():
     X = np.full((1, 3, 1), 7.0, dtype=np.float32)
     sc = MinMaxScaler.fit(X, np.ones((1, 3), bool))
