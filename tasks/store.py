@@ -79,6 +79,21 @@ class Store:
         proto = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
         return p if proto in ("file", "local") else f"{proto}://{p}"
 
+    @property
+    def is_local(self) -> bool:
+        """Whether the store is on the local filesystem."""
+        proto = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
+        return proto in ("file", "local")
+
+    def report_dir(self, *parts: str) -> Path:
+        """A local directory for human-facing reports (PNGs, markdown) under ``reports/``.
+
+        For remote stores the reports go to ``./nodewatch-reports/`` in the working directory.
+        """
+        base = Path(self.path("reports", *parts)) if self.is_local else Path("nodewatch-reports", *parts)
+        base.mkdir(parents=True, exist_ok=True)
+        return base
+
     def exists(self, *parts: str) -> bool:
         """Whether a key exists."""
         return self.fs.exists(self.path(*parts))
@@ -163,18 +178,21 @@ class Store:
             return []
         return sorted(p.rsplit("date=", 1)[1] for p in self.fs.ls(base, detail=False) if "date=" in p)
 
-    def staged_files(self, table: str, dates: list[str] | None = None) -> list[str]:
-        """Paths of staged parquet files of ``table`` (optionally only for ``dates``)."""
+    def staged_files(self, table: str, dates: list[str] | None = None, run_id: str | None = None) -> list[str]:
+        """Paths of staged parquet files of ``table`` (optionally only for ``dates`` / written by ``run_id``)."""
         out: list[str] = []
+        suffix = f"/part-{check_path_token(run_id, 'run id')}.parquet" if run_id else ".parquet"
         for d in dates if dates is not None else self.staged_dates(table):
             base = self.path("staged", table, f"date={d}")
             if self.fs.exists(base):
-                out.extend(sorted(p for p in self.fs.ls(base, detail=False) if p.endswith(".parquet")))
+                out.extend(sorted(p for p in self.fs.ls(base, detail=False) if p.endswith(suffix)))
         return out
 
-    def read_staged(self, table: str, dates: list[str] | None = None, columns: list[str] | None = None) -> pa.Table | None:
+    def read_staged(
+        self, table: str, dates: list[str] | None = None, columns: list[str] | None = None, run_id: str | None = None
+    ) -> pa.Table | None:
         """Read staged partitions of ``table`` into one Arrow table (``None`` if nothing is staged)."""
-        files = self.staged_files(table, dates)
+        files = self.staged_files(table, dates, run_id)
         if not files:
             return None
         parts = []

@@ -40,7 +40,10 @@ def gx_context() -> Any:
     import great_expectations as gx
 
     logging.getLogger("great_expectations").setLevel(logging.ERROR)
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
     ctx = gx.get_context(mode="ephemeral")
+    ctx.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
     ctx.data_sources.add_pandas("nodewatch")
     return ctx
 

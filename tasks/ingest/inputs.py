@@ -9,7 +9,6 @@ from __future__ import annotations
 import bz2
 import glob
 import gzip
-import io
 import lzma
 import os
 from collections.abc import Iterable, Iterator
@@ -64,32 +63,48 @@ def read_head(path: str | os.PathLike[str], n: int = 65536) -> bytes:
         return b""
 
 
-def iter_lines(stream: BinaryIO, max_line: int = 1 << 20) -> Iterator[tuple[int, bytes]]:
+def iter_lines(stream: BinaryIO, max_line: int = 1 << 20, block: int = 1 << 16) -> Iterator[tuple[int, bytes]]:
     """Yield ``(line_number, raw_line_without_eol)`` (1-based); CRLF is normalised.
 
-    Lines longer than ``max_line`` bytes are yielded truncated to ``max_line`` bytes followed by
-    the marker ``b"\\x00<truncated>"`` so the parser can reject them with a reason.
-    Truncated compressed streams raise :class:`InputError` after the lines that could be read.
+    Reads ``block`` bytes at a time, so when a compressed stream turns out to be truncated every
+    complete line decompressed before the break is still yielded; then :class:`InputError` is
+    raised naming the last good line. Lines longer than ``max_line`` bytes are yielded truncated
+    to ``max_line`` bytes followed by the marker ``b"\\x00<truncated>"`` so the parser can reject
+    them with a reason.
     """
-    reader = io.BufferedReader(stream, buffer_size=1 << 20) if not isinstance(stream, io.BufferedReader) else stream
     n = 0
-    try:
+    buf = b""
+    skipping = False  # inside an over-long line whose head was already yielded
+    while True:
+        try:
+            chunk = stream.read(block)
+        except (EOFError, OSError, lzma.LZMAError, pa.ArrowException) as e:
+            raise InputError(f"stream ends unexpectedly after line {n}: {e}") from e
+        if not chunk:
+            if buf and not skipping:
+                n += 1
+                yield n, buf.rstrip(b"\r")
+            return
+        buf += chunk
+        start = 0
         while True:
-            line = reader.readline(max_line + 1)
-            if not line:
-                return
+            nl = buf.find(b"\n", start)
+            if nl < 0:
+                break
+            if skipping:
+                skipping = False
+            else:
+                n += 1
+                yield n, buf[start:nl].rstrip(b"\r")
+            start = nl + 1
+        buf = buf[start:]
+        if len(buf) > max_line and not skipping:
             n += 1
-            if len(line) > max_line and not line.endswith(b"\n"):
-                # drain the rest of the over-long line
-                while True:
-                    rest = reader.readline(max_line)
-                    if not rest or rest.endswith(b"\n"):
-                        break
-                yield n, line[:max_line] + b"\x00<truncated>"
-                continue
-            yield n, line.rstrip(b"\r\n")
-    except (EOFError, OSError, lzma.LZMAError, pa.ArrowException) as e:
-        raise InputError(f"stream ends unexpectedly after line {n}: {e}") from e
+            yield n, buf[:max_line] + b"\x00<truncated>"
+            buf = b""
+            skipping = True
+        elif skipping:
+            buf = b""
 
 
 def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
