@@ -36,7 +36,7 @@ def build_kind(store: Store, kind: str, days: list[date], client: Any, step: str
 
 def run_build(start: date, end: date, store: str | None = None, kinds: tuple[str, ...] = CUBE_KINDS,
               dask_address: str | None = None, step: str | None = None, epoch: date | None = None,
-              force: bool = False, processes: bool = True) -> dict[str, Any]:
+              force: bool = False, processes: bool = False) -> dict[str, Any]:
     """Body of :func:`build_cubes` (usable without Prefect); returns the run manifest as a dict."""
     settings = load_settings(store=store, dask_address=dask_address, step=step)
     check_step(settings.step)
@@ -71,7 +71,7 @@ def run_build(start: date, end: date, store: str | None = None, kinds: tuple[str
 @flow(name="build_cubes", log_prints=True)
 def build_cubes(start: date, end: date, store: str | None = None, kinds: list[str] | None = None,
                 dask_address: str | None = None, step: str | None = None, epoch: date | None = None,
-                force: bool = False, processes: bool = True) -> dict[str, Any]:
+                force: bool = False, processes: bool = False) -> dict[str, Any]:
     """Aggregate staged telemetry and syslog of ``start``..``end`` (inclusive) into the Zarr cubes."""
     manifest = run_build(start, end, store, tuple(kinds or CUBE_KINDS), dask_address, step, epoch, force, processes)
     days = manifest["outputs"].get("days", [])

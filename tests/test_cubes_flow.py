@@ -59,7 +59,7 @@ def test_build_cubes_flow_manifest_and_rerun(tmp_path, prefect_harness):
     assert r.exit_code != 0 and "before --start" in str(r.exception)
     r = runner.invoke(app, ["--store", st.url, "cubes", "build", "--start", "yesterday", "--end", "2026-05-01"])
     assert r.exit_code != 0 and "not a date" in str(r.exception)
-    r = runner.invoke(app, ["--store", st.url, "cubes", "build", "--start", "2026-05-01", "--end", "2026-05-02", "--threads"])
+    r = runner.invoke(app, ["--store", st.url, "cubes", "build", "--start", "2026-05-01", "--end", "2026-05-02", "--processes"])
     assert r.exit_code == 0, r.output
     assert "up-to-date" in r.output
 

@@ -32,7 +32,7 @@ def build(
     step: Annotated[str | None, typer.Option(help="Telemetry window (default from settings, 15min).")] = None,
     epoch: Annotated[str | None, typer.Option(help="First day of the time axis when creating a cube.")] = None,
     force: Annotated[bool, typer.Option(help="Rebuild days that are already complete.")] = False,
-    threads: Annotated[bool, typer.Option(help="LocalCluster with threads instead of worker processes.")] = False,
+    processes: Annotated[bool, typer.Option(help="LocalCluster with worker processes instead of threads.")] = False,
 ) -> None:
     """Aggregate staged telemetry/syslog of START..END into the cubes (idempotent per day)."""
     from flows.cli import UserError, console, settings
@@ -48,7 +48,7 @@ def build(
             raise UserError(f"--kind {k!r}: expected one of {', '.join(CUBE_KINDS)}")
     try:
         m = build_cubes(s, e, store=settings().store, kinds=kinds, dask_address=dask_address, step=step,
-                        epoch=_day(epoch, "epoch") if epoch else None, force=force, processes=not threads)
+                        epoch=_day(epoch, "epoch") if epoch else None, force=force, processes=processes)
     except (ValueError, TimeoutError) as err:
         raise UserError(str(err)) from None
     t = Table(title=f"build_cubes run {m['run_id']} ({m['status']})")

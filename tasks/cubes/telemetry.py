@@ -29,12 +29,16 @@ from tasks.store import Store
 
 COLUMNS = ["time", "node", "metric", "value"]
 DEFAULT_BATCH_ROWS = 2_000_000
-DEFAULT_SLAB_ROWS = 24_000_000
+DEFAULT_SLAB_ROWS = 36_000_000
 
 
 @dataclass
 class WindowStats:
-    """Running statistics of ``n`` windows (flat arrays); merge with :meth:`merge`."""
+    """Running statistics of ``n`` windows (flat arrays); merge with :meth:`merge`.
+
+    28 bytes per window: int32 count, float64 mean and M2, float32 min and max (rounding to float32
+    is monotonic, so the float32 min of the samples equals the float64 min rounded to float32).
+    """
 
     count: np.ndarray
     mean: np.ndarray
@@ -46,17 +50,26 @@ class WindowStats:
     def empty(cls, n: int) -> WindowStats:
         """State of ``n`` windows without any sample."""
         return cls(
-            np.zeros(n, np.int64), np.zeros(n), np.zeros(n), np.full(n, np.inf), np.full(n, -np.inf)
+            np.zeros(n, np.int32), np.zeros(n), np.zeros(n), np.full(n, np.inf, np.float32), np.full(n, -np.inf, np.float32)
         )
 
     def __len__(self) -> int:
         return len(self.count)
 
     def add(self, idx: np.ndarray, x: np.ndarray) -> None:
-        """Add samples ``x`` falling in windows ``idx`` (in place)."""
+        """Add samples ``x`` falling in windows ``idx`` (in place).
+
+        Only the window range ``[idx.min(), idx.max()]`` is touched, so batches of time- or
+        node-ordered rows cost in proportion to the windows they hit, not to the whole day.
+        """
         if len(idx) == 0:
             return
-        n = len(self)
+        lo, hi = int(idx.min()), int(idx.max()) + 1
+        if lo < 0 or hi > len(self):
+            raise IndexError(f"window index outside 0..{len(self) - 1}")
+        if lo:
+            idx = idx - lo
+        n = hi - lo
         cb = np.bincount(idx, minlength=n)
         sb = np.bincount(idx, weights=x, minlength=n)
         hit = cb > 0
@@ -64,20 +77,23 @@ class WindowStats:
         np.divide(sb, cb, out=mb, where=hit)
         d = x - mb[idx]
         m2b = np.bincount(idx, weights=d * d, minlength=n)
-        np.minimum.at(self.min, idx, x)
-        np.maximum.at(self.max, idx, x)
-        self._merge_moments(cb, mb, m2b)
+        x32 = x.astype(np.float32)  # same dtype as the target keeps ufunc.at on its fast path
+        np.minimum.at(self.min[lo:hi], idx, x32)
+        np.maximum.at(self.max[lo:hi], idx, x32)
+        self._merge_moments(cb, mb, m2b, lo, hi)
 
-    def _merge_moments(self, cb: np.ndarray, mb: np.ndarray, m2b: np.ndarray) -> None:
-        ca = self.count
+    def _merge_moments(self, cb: np.ndarray, mb: np.ndarray, m2b: np.ndarray, lo: int = 0, hi: int | None = None) -> None:
+        s = np.s_[lo:hi]
+        ca = self.count[s]
         tot = ca + cb
-        hit = cb > 0
-        delta = mb - self.mean
-        frac = np.zeros(len(self))
-        np.divide(cb, tot, out=frac, where=hit)
-        self.mean += delta * frac  # windows without new samples: frac = 0
-        self.m2 += m2b + delta * delta * ca * frac
-        self.count = tot
+        if tot.max(initial=0) > np.iinfo(np.int32).max:
+            raise ValueError("more than 2**31 samples in one window: use a shorter step")
+        delta = mb - self.mean[s]
+        frac = np.zeros(len(cb))
+        np.divide(cb, tot, out=frac, where=cb > 0)
+        self.mean[s] += delta * frac  # windows without new samples: frac = 0
+        self.m2[s] += m2b + delta * delta * ca * frac
+        self.count[s] = tot.astype(np.int32)
 
     def merge(self, other: WindowStats) -> WindowStats:
         """Merge another state of the same windows into this one (in place) and return self."""
@@ -103,8 +119,6 @@ class WindowStats:
             a = arr.astype(np.float32)
             a[empty] = np.nan
             out[name] = a.reshape(shape)
-        if c.max(initial=0) > np.iinfo(np.int32).max:
-            raise ValueError("more than 2**31 samples in one window: use a shorter step")
         out["count"] = c.astype(np.int32).reshape(shape)
         return out
 
@@ -182,11 +196,16 @@ def scan_slab(
     nodes: dict[str, int],
     metrics: dict[str, int],
     batch_rows: int = DEFAULT_BATCH_ROWS,
-) -> tuple[WindowStats, ScanReport]:
-    """Window statistics of one slab for ``day`` over the full node × time × metric grid of the day."""
+) -> tuple[WindowStats, ScanReport, bool]:
+    """Window statistics of one slab for ``day`` over the full node × time × metric grid of the day.
+
+    Returns ``(stats, report, time_major)``: the flat window index of ``stats`` is
+    ``(t * N + n) * M + m`` if ``time_major`` else ``(n * T + t) * M + m`` (see :func:`split_by_batch`).
+    """
     steps = int(pd.Timedelta("1D") / step)
-    n_m = len(metrics)
-    stats = WindowStats.empty(len(nodes) * steps * n_m)
+    n_m, n_n = len(metrics), len(nodes)
+    stats = WindowStats.empty(n_n * steps * n_m)
+    time_major: bool | None = None  # layout of the flat index, chosen from the first batch
     rep = ScanReport()
     day0 = pd.Timestamp(day, tz="UTC").value
     step_ns = step.value
@@ -198,24 +217,49 @@ def scan_slab(
             x = rb.column("value").to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
             ni = _lookup(rb.column("node"), nodes)
             mi = _lookup(rb.column("metric"), metrics)
-            ti = (t - day0) // step_ns
-            ok_time = (ti >= 0) & (ti < steps) & (t != np.iinfo(np.int64).min)
-            ok_val = np.isfinite(x)
-            ok = ok_time & ok_val & (ni >= 0) & (mi >= 0)
-            rep.drop("time outside the day", (~ok_time).sum())
-            rep.drop("value null or not finite", (ok_time & ~ok_val).sum())
-            rep.drop("node not on the cube axis", (ok_time & ok_val & (ni < 0)).sum())
-            rep.drop("metric not on the cube axis", (ok_time & ok_val & (ni >= 0) & (mi < 0)).sum())
+            ti = (t - day0) // step_ns  # NaT (int64 min) lands far below 0
+            ok = (ti >= 0) & (ti < steps) & np.isfinite(x) & (ni >= 0) & (mi >= 0)
             if not ok.all():
+                ok_time = (ti >= 0) & (ti < steps)
+                ok_val = np.isfinite(x)
+                rep.drop("time outside the day", (~ok_time).sum())
+                rep.drop("value null or not finite", (ok_time & ~ok_val).sum())
+                rep.drop("node not on the cube axis", (ok_time & ok_val & (ni < 0)).sum())
+                rep.drop("metric not on the cube axis", (ok_time & ok_val & (ni >= 0) & (mi < 0)).sum())
                 ni, ti, mi, x = ni[ok], ti[ok], mi[ok], x[ok]
             rep.rows_used += len(x)
-            stats.add((ni * steps + ti) * n_m + mi, x)
-    return stats, rep
+            if len(x) == 0:
+                continue
+            if time_major is None:
+                # time-ordered input (collector order) hits few windows per batch in a time-major layout,
+                # node-ordered input in a node-major one; the result is the same, only the speed differs
+                time_major = (int(ti.max()) - int(ti.min()) + 1) / steps <= (int(ni.max()) - int(ni.min()) + 1) / n_n
+            flat = (ti * n_n + ni) * n_m + mi if time_major else (ni * steps + ti) * n_m + mi
+            stats.add(flat, x)
+    return stats, rep, bool(time_major)
 
 
-def split_by_batch(stats: WindowStats, node_chunk: int, n_nodes: int, per_node: int) -> list[WindowStats]:
-    """Split a day state (node-major) into one state per node batch."""
-    return [stats.slice(s * per_node, min(s + node_chunk, n_nodes) * per_node) for s in range(0, n_nodes, node_chunk)]
+def split_by_batch(
+    stats: WindowStats, node_chunk: int, grid: tuple[int, int, int], time_major: bool = False
+) -> list[WindowStats]:
+    """Split a day state over ``grid = (nodes, steps, metrics)`` into node-major states per node batch.
+
+    ``time_major`` states (flat index ``(t * N + n) * M + m``) are transposed batch by batch, so the
+    whole day is never copied at once.
+    """
+    n_n, steps, n_m = grid
+    out = []
+    for s0 in range(0, n_n, node_chunk):
+        s1 = min(s0 + node_chunk, n_n)
+        if not time_major:
+            out.append(stats.slice(s0 * steps * n_m, s1 * steps * n_m))
+            continue
+
+        def part(a: np.ndarray, s0: int = s0, s1: int = s1) -> np.ndarray:
+            return np.ascontiguousarray(a.reshape(steps, n_n, n_m)[:, s0:s1].transpose(1, 0, 2)).ravel()
+
+        out.append(WindowStats(part(stats.count), part(stats.mean), part(stats.m2), part(stats.min), part(stats.max)))
+    return out
 
 
 def merge_all(parts: list[WindowStats]) -> WindowStats:
@@ -239,6 +283,7 @@ def scan_nodes_metrics(store: Store, files: list[str]) -> tuple[set[str], set[st
                 for col, acc in ((rb.column("node"), nodes), (rb.column("metric"), metrics)):
                     if not pa.types.is_dictionary(col.type):
                         col = pc.dictionary_encode(col)
-                    used = np.unique(col.indices.drop_null().to_numpy(zero_copy_only=False))
+                    codes = col.indices.drop_null().to_numpy(zero_copy_only=False)
+                    used = np.flatnonzero(np.bincount(codes, minlength=len(col.dictionary)))
                     acc.update(s for s in col.dictionary.take(pa.array(used, pa.int32())).to_pylist() if s is not None)
     return nodes, metrics
