@@ -388,9 +388,12 @@ def derive_states(
     span = int(t_end) - int(t_start) + 1
     if n_nodes * span < 2**62:  # one int64 key (node, time): a sort + searchsorted instead of a lexsort
         key = pn * span + (pt - t_start)
-        sk = np.sort(key)  # (np.unique is much slower than sort + mask here)
-        uniq = sk[np.concatenate([[True], sk[1:] != sk[:-1]])]
-        rank = np.searchsorted(uniq, key)
+        order = np.argsort(key)
+        sk = key[order]
+        new = np.concatenate([[True], sk[1:] != sk[:-1]])
+        uniq = sk[new]
+        rank = np.empty(key.size, np.int64)
+        rank[order] = np.cumsum(new) - 1
         P = int(uniq.size)
         pnode, ptime = uniq // span, uniq % span + t_start
     else:
@@ -410,27 +413,29 @@ def derive_states(
     source = np.full(P, Source.GAP, np.int8)
     sref = np.full(P, -1, np.int64)
     counts["overlapping_intervals"] = 0
+    # evidence packs (end rank, ref, source) into one int64 so "the covering interval reaching furthest"
+    # is a prefix maximum over points (no per-layer sort); ties on end go to the larger (ref, source)
+    ref_off = int(ref.min(initial=0))
+    ref_bits = max(1, int(ref.max(initial=0) - ref_off).bit_length())
+    if P.bit_length() + ref_bits + 4 > 62:
+        raise ValueError("too many boundary points or too large refs to pack evidence into int64")
     for lay in PRIORITY[1:]:
         m = st == lay
         if not m.any():
             continue
-        rs, re_, lsrc, lref = r_start[m], r_end[m], src[m], ref[m]
-        cov = np.cumsum(np.bincount(rs, minlength=P + 1)[:P] - np.bincount(re_, minlength=P + 1)[:P])
-        covered = cov > 0
-        # evidence: among intervals started at or before the point, the one reaching furthest
-        # order by (start rank, end rank, ref, source) with two stable int64 argsorts (cheaper than a 4-key lexsort)
-        o1 = np.argsort(lref * 16 + lsrc, kind="stable")
-        o = o1[np.argsort((rs * P + re_)[o1], kind="stable")]
-        rs, re_, lsrc, lref = rs[o], re_[o], lsrc[o], lref[o]
-        cm = np.maximum.accumulate(re_)
-        counts["overlapping_intervals"] += int((rs[1:] < cm[:-1]).sum()) if rs.size > 1 else 0
-        holder = np.maximum.accumulate(np.where(re_ >= cm, np.arange(rs.size), 0))
-        pts = np.nonzero(covered)[0]
-        k = np.searchsorted(rs, pts, side="right") - 1
-        h = holder[k]
+        rs, re_ = r_start[m], r_end[m]
+        n_start = np.bincount(rs, minlength=P + 1)[:P]
+        cov = np.cumsum(n_start - np.bincount(re_, minlength=P + 1)[:P])
+        counts["overlapping_intervals"] += int((cov[rs] > 1).sum())  # started while another of the layer was active
+        packed = (re_ << (ref_bits + 4)) | ((ref[m] - ref_off) << 4) | src[m].astype(np.int64)
+        best = np.full(P, -1, np.int64)
+        np.maximum.at(best, rs, packed)
+        best = np.maximum.accumulate(best)
+        pts = np.nonzero(cov > 0)[0]
+        h = best[pts]
         state[pts] = lay
-        source[pts] = lsrc[h]
-        sref[pts] = lref[h]
+        source[pts] = (h & 15).astype(np.int8)
+        sref[pts] = ((h >> 4) & ((1 << ref_bits) - 1)) + ref_off
     # drop each node's final point (t_end), merge equal neighbours
     last = np.ones(P, bool)
     last[:-1] = pnode[1:] != pnode[:-1]
@@ -542,7 +547,7 @@ def derive_states_reference(
                 ivs.append((s, e, st, src, r))
         points = sorted({t_start, t_end, *(x[0] for x in ivs), *(x[1] for x in ivs)})
         # sweep: at each point pick the highest-priority active interval; evidence = the active
-        # interval of that state that started last-sorted among those reaching furthest
+        # interval of that state reaching furthest (ties: larger ref, then larger source)
         ivs.sort(key=lambda x: (x[0], x[1], x[4], x[3]))
         active: list[tuple[int, int, int, int, int, int]] = []
         j = 0
@@ -555,7 +560,7 @@ def derive_states_reference(
             if active:
                 top = max(prio[x[2]] for x in active)
                 cand = [x for x in active if prio[x[2]] == top]
-                win = max(cand, key=lambda x: (x[1], x[5]))
+                win = max(cand, key=lambda x: (x[1], x[4], x[3]))
                 key = (win[2], win[3], win[4])
             else:
                 key = (int(State.IDLE), int(Source.GAP), -1)

@@ -40,6 +40,10 @@ from schemas.states import (
 
 DAY_NS = 86400 * NS_PER_S
 MIN_NS = 60 * NS_PER_S
+_PREFIX = r"^(?:\[[^\]]*\] )?"  # optional "[2018-06-09T03:29:13.803] " / "[    0.000000] " prefix
+_CTLD_RE = _PREFIX + r"(?:error: )?Nodes? .+? (?:not|now) responding"
+_SYSTEMD_RE = _PREFIX + r"Startup finished in "
+_KERNEL_RE = _PREFIX + r"(?:Linux version |Command line: BOOT_IMAGE=)"
 _NOT_RESP_RE = r"Nodes? (?P<hl>.+?) not responding"
 _NOW_RESP_RE = r"Nodes? (?P<hl>.+?) now responding"
 _DUR_RE = re.compile(r"(?P<v>\d+(?:\.\d+)?)\s*(?P<u>h|min|ms|us|s)\b")
@@ -118,13 +122,17 @@ def classify_syslog(table: pa.Table | None, nodes: pa.Array) -> Classified:
 
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     ctld_rows, ctld_msg = subset("slurmctld")
+    # anchored regexes fail at the first characters of unrelated lines (much cheaper than substring scans)
+    resp = pc.match_substring_regex(ctld_msg, _CTLD_RE).to_numpy(zero_copy_only=False)
+    resp_msg = ctld_msg.filter(pa.array(resp))
+    resp_rows = ctld_rows[resp]
     for kind, needle, rex in ((Event.NOT_RESPONDING, "not responding", _NOT_RESP_RE),
                               (Event.NOW_RESPONDING, "now responding", _NOW_RESP_RE)):
-        hit = pc.match_substring(ctld_msg, needle).to_numpy(zero_copy_only=False)
+        hit = pc.match_substring(resp_msg, needle).to_numpy(zero_copy_only=False)
         if not hit.any():
             continue
-        rows = ctld_rows[hit]
-        hl = pc.struct_field(pc.extract_regex(ctld_msg.filter(pa.array(hit)), rex), "hl")
+        rows = resp_rows[hit]
+        hl = pc.struct_field(pc.extract_regex(resp_msg.filter(pa.array(hit)), rex), "hl")
         hl = hl.combine_chunks() if isinstance(hl, pa.ChunkedArray) else hl
         uniq = pc.unique(hl)
         code = pc.index_in(hl, value_set=uniq).to_numpy(zero_copy_only=False)
@@ -142,7 +150,7 @@ def classify_syslog(table: pa.Table | None, nodes: pa.Array) -> Classified:
         good = ni >= 0
         parts.append((ni[good], tt[good], np.full(int(good.sum()), kind, np.int8), np.zeros(int(good.sum()), np.int64)))
     sys_rows, sys_msg = subset("systemd")
-    hit = pc.match_substring(sys_msg, "Startup finished in").to_numpy(zero_copy_only=False)
+    hit = pc.match_substring_regex(sys_msg, _SYSTEMD_RE).to_numpy(zero_copy_only=False)
     if hit.any():
         rows = sys_rows[hit]
         totals = pc.struct_field(pc.extract_regex(sys_msg.filter(pa.array(hit)), r"= (?P<tot>[^=]+?)\.?\s*$"), "tot").to_pylist()
@@ -155,8 +163,7 @@ def classify_syslog(table: pa.Table | None, nodes: pa.Array) -> Classified:
         good = (ni >= 0) & ~bad
         parts.append((ni[good], t_all[rows][good], np.full(int(good.sum()), Event.STARTUP_FINISHED, np.int8), d[good]))
     k_rows, k_msg = subset("kernel")
-    hit = pc.or_(pc.match_substring(k_msg, "Linux version "), pc.match_substring(k_msg, "Command line: BOOT_IMAGE="))
-    hit = hit.to_numpy(zero_copy_only=False)
+    hit = pc.match_substring_regex(k_msg, _KERNEL_RE).to_numpy(zero_copy_only=False)
     if hit.any():
         rows = k_rows[hit]
         ni = ni_all[rows]
@@ -185,12 +192,12 @@ def _flatten_nodes(table: pa.Table, column: str, nodes: pa.Array) -> tuple[np.nd
     return parent[ni >= 0], ni[ni >= 0], int((ni < 0).sum())
 
 
-def job_layers(jobs: pa.Table | None, nodes: pa.Array, t_end: int) -> tuple[tuple, list[str], Counter]:
+def job_layers(jobs: pa.Table | None, nodes: pa.Array, t_end: int) -> tuple[tuple, pa.Array, Counter]:
     """JOB_RUNNING intervals from job allocations (paper Sec. II-C JOBCOMP record); refs index the labels."""
     counts: Counter = Counter()
     empty = (np.zeros(0, np.int64),) * 4
     if jobs is None or jobs.num_rows == 0:
-        return empty, [], counts
+        return empty, pa.array([], pa.string()), counts
     counts["job_rows"] = jobs.num_rows
     if "step" in jobs.column_names:
         alloc = pc.is_null(jobs["step"])
@@ -200,7 +207,7 @@ def job_layers(jobs: pa.Table | None, nodes: pa.Array, t_end: int) -> tuple[tupl
     counts["jobs_never_started"] = int(jobs.num_rows - pc.sum(started).as_py()) if jobs.num_rows else 0
     jobs = jobs.filter(started)
     if jobs.num_rows == 0:
-        return empty, [], counts
+        return empty, pa.array([], pa.string()), counts
     s = _ns(jobs["start_time"])
     e = _ns(jobs["end_time"])
     e = np.where(e == np.iinfo(np.int64).min, t_end, e)  # still running
@@ -210,7 +217,7 @@ def job_layers(jobs: pa.Table | None, nodes: pa.Array, t_end: int) -> tuple[tupl
     counts["job_node_entries_unknown_node"] = unknown
     keep = ~inverted[row]
     row, ni = row[keep], ni[keep]
-    labels = [f"job {j}" for j in jobs["job_id"].to_pylist()]
+    labels = pc.binary_join_element_wise("job", pc.cast(jobs["job_id"], pa.string()), " ").combine_chunks()
     return (ni, s[row], e[row], row), labels, counts
 
 
@@ -225,12 +232,12 @@ def reservation_state(name: str | None, flags: object) -> State:
     return State.RESERVED_IDLE
 
 
-def reservation_layers(resv: pa.Table | None, nodes: pa.Array) -> tuple[tuple, list[str], Counter]:
+def reservation_layers(resv: pa.Table | None, nodes: pa.Array) -> tuple[tuple, pa.Array, Counter]:
     """ADMIN_RESV / UNSCHEDULED_RESV / RESERVED_IDLE intervals from reservations."""
     counts: Counter = Counter()
     empty = (np.zeros(0, np.int64),) * 5
     if resv is None or resv.num_rows == 0:
-        return empty, [], counts
+        return empty, pa.array([], pa.string()), counts
     counts["reservation_rows"] = resv.num_rows
     col = "node_list" if "node_list" in resv.column_names else "nodes"
     s, e = _ns(resv["start"]), _ns(resv["end"])
@@ -243,7 +250,7 @@ def reservation_layers(resv: pa.Table | None, nodes: pa.Array) -> tuple[tuple, l
     counts["reservation_node_entries_unknown_node"] = unknown
     keep = ~bad[row]
     row, ni = row[keep], ni[keep]
-    labels = [f"reservation {n}" for n in names]
+    labels = pa.array([f"reservation {n}" for n in names], pa.string())
     return (ni, s[row], e[row], st[row], row), labels, counts
 
 
@@ -256,8 +263,8 @@ class StateBuild:
     t_end: int
     timeline: Timeline
     timeline_no_overlay: Timeline
-    job_labels: list[str]
-    resv_labels: list[str]
+    job_labels: pa.Array
+    resv_labels: pa.Array
     counts: Counter
 
 
@@ -295,17 +302,17 @@ _SOURCE_TEXT = {
 }
 
 
-def evidence_strings(tl: Timeline, job_labels: list[str], resv_labels: list[str]) -> pa.Array:
-    """Human evidence per interval: fixed text per source, or the job / reservation label."""
-    base = np.array([_SOURCE_TEXT.get(Source(i), "") for i in range(len(Source))], object)
-    out = base[tl.source.astype(np.int64)]
+def evidence_strings(tl: Timeline, job_labels: pa.Array | list[str], resv_labels: pa.Array | list[str]) -> pa.Array:
+    """Human evidence per interval: fixed text per source, or the job / reservation label (one Arrow take)."""
+    base = pa.array([_SOURCE_TEXT.get(Source(i), "") for i in range(len(Source))], pa.string())
+    jl = job_labels if isinstance(job_labels, pa.Array) else pa.array(job_labels, pa.string())
+    rl = resv_labels if isinstance(resv_labels, pa.Array) else pa.array(resv_labels, pa.string())
+    idx = tl.source.astype(np.int64)
     j = tl.source == Source.JOB
-    if j.any():
-        out[j] = np.asarray(job_labels, object)[tl.ref[j]]
+    idx[j] = len(base) + tl.ref[j]
     r = tl.source == Source.RESERVATION
-    if r.any():
-        out[r] = np.asarray(resv_labels, object)[tl.ref[r]]
-    return pa.array(out, pa.string())
+    idx[r] = len(base) + len(jl) + tl.ref[r]
+    return pa.concat_arrays([base, jl.cast(pa.string()), rl.cast(pa.string())]).take(pa.array(idx))
 
 
 def split_at_days(tl: Timeline) -> Timeline:

@@ -49,15 +49,23 @@ def test_classify_hostlist_unknown_and_garbage():
         ("2026-01-01T01:50Z", "cn02", "systemd", "Startup finished in nonsense"),
         ("2026-01-01T01:49Z", "cn03", "kernel", "Linux version 5.14.0 (mockbuild@x) #1 SMP"),
         ("2026-01-01T03:00Z", "../../etc", "kernel", "Linux version 5.14.0"),
+        # the paper's record carries slurmctld's own timestamp; kernel lines may carry dmesg time
+        ("2026-01-01T04:00Z", "ctl", "slurmctld", "[2026-01-01T03:59:59.803] error: Nodes cn03 not responding, setting DOWN"),
+        ("2026-01-01T04:10Z", "cn03", "kernel", "[    0.000000] Command line: BOOT_IMAGE=/vmlinuz root=/dev/sda2"),
+        # near misses that must not count
+        ("2026-01-01T05:00Z", "cn03", "kernel", "nfs: server fs01 not responding, still trying"),
+        ("2026-01-01T05:00Z", "ctl", "slurmctld", "_job_complete: JobId=12 Node cn03 now responding? no"),
+        ("2026-01-01T05:00Z", "cn03", "systemd", "Started Startup finished in 5s. report"),
     ])
     c = classify_syslog(t, nodes)
     kinds = sorted(zip(c.events.node.tolist(), c.events.kind.tolist(), c.events.duration.tolist(), strict=True))
-    assert kinds == [(0, 1, 0), (0, 1, 0), (0, 2, 0), (0, 3, 65_500_000_000), (1, 1, 0), (1, 1, 0), (2, 4, 0)]
+    assert kinds == [(0, 1, 0), (0, 1, 0), (0, 2, 0), (0, 3, 65_500_000_000), (1, 1, 0), (1, 1, 0), (2, 1, 0), (2, 4, 0),
+                     (2, 4, 0)]
     assert c.counts["events_unknown_node"] == 3  # cn09 twice, ../../etc once
     assert c.counts["not_responding_unparsed_hostlist"] == 1
     assert c.counts["startup_finished_unparsed"] == 1
     assert c.counts["events_duplicate"] == 2
-    assert c.last_seen[2] == pd.Timestamp("2026-01-01T01:49Z").value
+    assert c.last_seen[2] == pd.Timestamp("2026-01-01T05:00Z").value
 
 
 def test_jobs_unknown_nodes_steps_and_inverted_times_counted():
