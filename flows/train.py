@@ -1,0 +1,93 @@
+"""Prefect flow ``train``: per-node anomaly models (RUAD or a baseline) fanned out over node batches.
+
+Thin wiring of :mod:`tasks.train`: plan the run, map :func:`tasks.train.train_batch` over the node
+batches as Prefect tasks (thread pool of ``workers``; each batch trains all its nodes as one batched
+torch computation with ``threads`` torch threads), then evaluate, move ``CURRENT`` and publish
+the evaluation as table/markdown/link artifacts. The run manifest is ``runs/<run_id>.json``.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from prefect import flow, task, unmapped
+from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from flows.prefect_env import artifact_key
+from tasks.settings import load_settings
+from tasks.store import Store
+from tasks.train import RunPlan, TrainConfig, finish_run, plan_as_dict, plan_run, train_batch
+
+
+@task(task_run_name="train-batch-{index}", cache_policy=NO_CACHE, retries=0)
+def train_batch_task(plan: dict[str, Any], index: int) -> dict[str, Any]:
+    """One node batch (all its nodes trained together)."""
+    return train_batch(plan, index)
+
+
+def _artifacts(out: dict[str, Any]) -> None:
+    rows = []
+    for name, r in out["metrics"].items():
+        d = r["distribution"]
+        rows.append({"method": name, "pooled_auc": r.get("pooled_auc"), "scored": d.get("scored"),
+                     "median_score": d.get("q50"), "q99_score": d.get("q99"),
+                     "f1_at_0.5": r["f1"]["anomaly"][0.5] if "f1" in r else None})
+    key = artifact_key("train", out["kind"])
+    create_table_artifact(rows, key=key, description=f"train run {out['run_id']}: pooled test metrics per method")
+    failed = "".join(f"\n- `{n}`: {f['reason']} (kept model: {f['kept_model_from'] or 'none'})" for n, f in
+                     list(out["failed"].items())[:50])
+    create_markdown_artifact(
+        f"# train {out['kind']} run `{out['run_id']}`\n\n{out['trained']} nodes trained, {len(out['failed'])} failed"
+        f"{failed}\n\nCURRENT moved: {out['current_moved']}\n\n{out['table']}", key=f"{key}-summary")
+    if out.get("roc_png"):
+        create_link_artifact(f"file://{out['roc_png']}" if "://" not in out["roc_png"] else out["roc_png"],
+                             link_text="pooled ROC", key=f"{key}-roc", description="pooled ROC over all nodes")
+
+
+@flow(name="train", log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=2))
+def train(
+    start: date,
+    end: date,
+    model: str = "ruad",
+    mode: str = "unsupervised",
+    window: int = 10,
+    epochs: int = 5,
+    nodes: list[str] | None = None,
+    labels: str | None = None,
+    node_batch: int = 50,
+    workers: int = 2,
+    threads: int = 1,
+    compare: bool = False,
+    store: str | None = None,
+) -> dict[str, Any]:
+    """Train one model per node for ``start``..``end`` (inclusive UTC days); returns the run summary.
+
+    Batches run on the flow's thread pool (2 workers; use :func:`train_with_workers` for another
+    count). ``workers`` is recorded in the run parameters.
+    """
+    st = Store(load_settings(store=store).store)
+    cfg = TrainConfig(model=model, mode=mode, window=window, epochs=epochs, node_batch=node_batch, workers=workers,
+                      threads=threads, compare=compare)
+    plan, rec = plan_run(st, start, end, cfg, nodes, labels)
+    try:
+        pd = plan_as_dict(plan)
+        with rec.step("train_batches"):
+            futures = train_batch_task.map(unmapped(pd), list(range(len(plan.batches))))
+            results = [f.result() for f in futures]
+        with rec.step("evaluate"):
+            out = finish_run(st, RunPlan(**pd), results, rec)
+    except BaseException as e:
+        rec.error(f"{type(e).__name__}: {e}")
+        rec.finish("failed")
+        raise
+    _artifacts(out)
+    print(f"train {out['kind']} run {out['run_id']}: {out['trained']} nodes trained, {len(out['failed'])} failed")
+    return {k: v for k, v in out.items() if k != "manifest"}
+
+
+def train_with_workers(workers: int) -> Any:
+    """The ``train`` flow with a thread pool of ``workers`` concurrent node batches."""
+    return train.with_options(task_runner=ThreadPoolTaskRunner(max_workers=max(1, workers)))
