@@ -143,3 +143,31 @@ def test_run_with_staged_jobs_and_failures(store) -> None:
     with pytest.raises(ValueError, match="no failure model"):
         run_checkpoint_tables(store)
     assert store.current(AREA) == m["run_id"]
+
+
+def test_trace_savings_table_3_1_method() -> None:
+    from tasks.checkpoint_tables import trace_runtimes, trace_savings
+
+    rng = np.random.default_rng(5)
+    n = 400
+    raw = pd.DataFrame({
+        "step": [None] * n + ["batch"],
+        "nodes": list(rng.integers(1, 129, n)) + [4],
+        "elapsed_s": list(rng.integers(60, 20 * 3600, n)) + [100],
+        "timelimit_s": [None] * 10 + list(rng.integers(3600, 48 * 3600, n - 10)) + [100],
+    })
+    jobs = trace_runtimes(raw)
+    assert len(jobs) == n  # the step row is not a job
+    assert jobs.runtime_h.iloc[0] == pytest.approx(raw.elapsed_s.iloc[0] / 3600)  # no request: elapsed
+    assert jobs.runtime_h.iloc[20] == pytest.approx(raw.timelimit_s.iloc[20] / 3600)  # requested time
+    res = trace_savings(jobs, 128, mtbf_machine_h=(24.0,), ckpt_costs_h=(0.25,), shape=0.8, mc_shapes=5, mc_failures=2000)
+    r = res.iloc[0]
+    m_job = 24.0 * 128 / jobs.nodes.to_numpy(float)
+    ok = 0.25 + daly_interval(m_job, 0.25) < jobs.runtime_h.to_numpy()
+    assert r.jobs == int(ok.sum())
+    c_daly = expected_cost(jobs.runtime_h.to_numpy()[ok], daly_interval(m_job[ok], 0.25), 0.25, m_job[ok], 0.8).sum()
+    assert r.total_cost_daly_h == pytest.approx(c_daly)
+    assert r.saving_vs_daly_pct == pytest.approx(100 * (c_daly - r.total_cost_aware_h) / c_daly)
+    assert r.saving_vs_daly_pct > 0 and r.saving_vs_young_pct > 0
+    with pytest.raises(ValueError, match="more than --machine-nodes"):
+        trace_savings(jobs, 64)

@@ -138,6 +138,59 @@ def tables(
         console.print(f"{k}: {m['outputs'][k]}")
 
 
+@checkpoint_app.command("trace-savings")
+def trace_savings_cmd(
+    machine_nodes: Annotated[int, typer.Option(help="Nodes of the machine the trace comes from (eq. 3.14).")],
+    trace: Annotated[str | None, typer.Option(help="A job trace file (SWF, sacct) parsed directly.")] = None,
+    jobs: Annotated[str | None, typer.Option(help="Or 'staged' / a run id: jobs from the store.")] = None,
+    system: Annotated[str | None, typer.Option(help="Only staged jobs of this system.")] = None,
+    mtbf_machine: Annotated[list[str] | None, typer.Option(help="System MTBF (repeat); default 36h, 24h.")] = None,
+    ckpt_cost: Annotated[list[str] | None, typer.Option(help="Checkpoint cost (repeat); default 30m, 15m, 6m.")] = None,
+    weibull_shape: Annotated[float, typer.Option(help="Weibull shape (1 = Poisson).")] = 0.8,
+    mc_shapes: Annotated[int, typer.Option(help="Also Monte-Carlo (10,000 failures) this many job shapes.")] = 0,
+    csv: Annotated[str | None, typer.Option(help="Write the table to this CSV file.")] = None,
+) -> None:
+    """Frank's Table 3.1 method on a job trace: saving of the aware interval vs Young/Daly over all jobs."""
+    from pathlib import Path
+
+    from rich.table import Table
+
+    from flows.cli import UserError, console, get_store
+    from tasks.checkpoint_tables import load_jobs, read_trace, trace_runtimes, trace_savings
+
+    if (trace is None) == (jobs is None):
+        raise UserError("give exactly one of --trace FILE or --jobs staged|RUN_ID")
+    try:
+        raw = read_trace(Path(trace)) if trace else load_jobs(get_store(), jobs, system)
+        if trace and system:
+            raw = raw[raw["system"] == system]
+        res = trace_savings(
+            trace_runtimes(raw), machine_nodes,
+            [_dur(m, "--mtbf-machine") for m in mtbf_machine] if mtbf_machine else (36.0, 24.0),
+            [_dur(c, "--ckpt-cost") for c in ckpt_cost] if ckpt_cost else (0.5, 0.25, 0.1),
+            weibull_shape, mc_shapes=mc_shapes,
+        )
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    if res.empty:
+        raise UserError("no checkpointable job (t_c + Daly's interval < runtime) in the trace")
+    t = Table(title=f"aware vs classical intervals, Weibull w={weibull_shape:g} (Frank Table 3.1 method)")
+    cols = ["mtbf_machine_h", "ckpt_cost_h", "jobs", "never_checkpoint_jobs", "saving_vs_young_pct",
+            "saving_vs_daly_first_order_pct", "saving_vs_daly_pct"]
+    if mc_shapes:
+        cols += ["mc_saving_vs_daly_pct", "analytic_saving_vs_daly_pct_same_shapes"]
+    for c in cols:
+        t.add_column(c.replace("_", " "), justify="right")
+    for _, r in res.iterrows():
+        t.add_row(*(f"{int(r[c]):,}" if c.endswith("jobs") else f"{r[c]:.2f}" for c in cols))
+    console.print(t)
+    console.print(f"mean saving vs Daly {res['saving_vs_daly_pct'].mean():.2f}%, "
+                  f"vs Young {res['saving_vs_young_pct'].mean():.2f}%")
+    if csv:
+        res.to_csv(csv, index=False, float_format="%.6g")
+        console.print(f"wrote {csv}")
+
+
 @checkpoint_app.command("show")
 def show(run_id: Annotated[str | None, typer.Argument(help="Run id (default: CURRENT).")] = None) -> None:
     """Print the markdown summary of a checkpoint-table run."""
