@@ -140,8 +140,7 @@ def read_geometry(store: Store, spec: CubeSpec) -> Geometry | None:
     metrics = tuple(str(x) for x in g["metric"][:]) if "metric" in g else ()
     first = next(iter(spec.steps))
     n_days = g[first].shape[0] // spec.steps_per_day(first)
-    step_s = int(g[first].shape[0] and spec.steps[first].total_seconds())
-    step_s = int(attrs.get("step_seconds", step_s))
+    step_s = int(attrs.get("step_seconds", spec.steps[first].total_seconds()))
     return Geometry(date.fromisoformat(attrs["epoch"]), n_days, nodes, metrics, int(attrs["node_chunk"]), step_s)
 
 
