@@ -124,7 +124,7 @@ class TableSchema:
             if c.allowed is not None:
                 rng = ", ".join(map(str, c.allowed))
             if c.regex:
-                rng = f"`{c.regex}`"
+                rng = "`" + c.regex.replace("|", "\\|") + "`"
             lines.append(
                 f"| {c.name} | {c.type} | {'yes' if c.nullable else 'no'} | {rng} | {c.unit or ''} | {c.description} |"
             )
