@@ -132,7 +132,7 @@ def parse_nagios(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
 
 def _nagios_line(raw: bytes, text: str, aliases: Mapping[str, str]) -> dict | str:
     """One Nagios log line -> alert row dict or reject reason."""
-    if raw.endswith(_TRUNC):
+    if raw.endswith(_TRUNC) or len(raw) > _MAX_RECORD:
         return "parse: line longer than 1048576 bytes"
     if "\x00" in text:
         return "parse: NUL byte in line"
@@ -244,7 +244,7 @@ def _csv_rows(stream: BinaryIO, ctx: ParseContext, required: set[str], one_of: t
             pending = (n, raw)
             continue
         text = _text(raw)
-        if raw.endswith(_TRUNC):
+        if raw.endswith(_TRUNC) or len(raw) > _MAX_RECORD:
             yield n, "parse: line longer than 1048576 bytes", text
             continue
         if "\x00" in text:

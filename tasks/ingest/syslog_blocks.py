@@ -41,7 +41,7 @@ MAX_LINE = 1 << 20
 """Longest accepted line in bytes (1 MiB); longer lines are rejected, the rest of the file is read."""
 
 _READ = 1 << 16  # small reads: a truncated compressed stream loses at most this much before the error
-_PAD = 64
+_PAD = 136  # >= the widest window (128) + 8
 _NS = 1_000_000_000
 
 # ----------------------------------------------------------------------------------------- blocks
@@ -53,7 +53,7 @@ class Block:
 
     Attributes:
         data: UTF-8 bytes of the lines, each terminated by ``\\n``.
-        buf: ``uint8`` view of ``data`` followed by 64 zero bytes (so fixed-width gathers never overrun).
+        buf: ``uint8`` view of ``data`` followed by 136 zero bytes (so fixed-width gathers never overrun).
         starts / ends: byte offsets of each line in ``data`` (``ends`` excludes ``\\r\\n``).
         first_line: 1-based line number of the first line.
         usable: line indices that may hold a record (not empty, no NUL, not over-long).
@@ -73,11 +73,6 @@ class Block:
     def n_lines(self) -> int:
         """Number of lines in the block (usable or not)."""
         return len(self.starts)
-
-    @property
-    def windows(self) -> np.ndarray:
-        """Read-only ``(len(data) + 4, 12)`` view: row ``i`` is the 12 bytes starting at ``i``."""
-        return np.lib.stride_tricks.sliding_window_view(self.buf, 12)
 
     def line(self, i: int) -> str:
         """Text of line ``i`` (block index)."""
@@ -132,7 +127,7 @@ def _make_block(chunk: bytes, first_line: int, max_line: int) -> Block:
     ends[has_cr] -= 1
     bad = np.zeros(len(nl), bool)
     rejects: list[tuple[int, bytes | str, str]] = []
-    nul = np.flatnonzero(body == 0)
+    nul = np.flatnonzero(body == 0) if b"\0" in data else ()
     if len(nul):
         for i in np.unique(np.searchsorted(starts, nul, side="right") - 1):
             bad[i] = True
@@ -221,53 +216,97 @@ def _reject_only(line_no: int, raw: bytes, reason: str) -> Block:
 def substrings(block: Block, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
     """Arrow ``string`` array of ``block.data[starts[i]:ends[i]]`` for every i (vectorised).
 
-    Builds a ``string_view`` array whose long values point into the block bytes (no copy), then
-    casts it to ``string``. Cuts must fall on UTF-8 character boundaries (ASCII delimiters do).
+    Builds a ``string_view`` array (16-byte views: length, then 12 inline bytes or a 4-byte prefix
+    + buffer index + offset into the block bytes) with one 12-byte gather per row, then casts it
+    to ``string``. Cuts must fall on UTF-8 character boundaries (ASCII delimiters do).
     """
     n = len(starts)
     if n == 0:
         return pa.array([], pa.string())
     size = len(block.data)
     starts = np.clip(starts.astype(np.int64), 0, size)  # never point outside the data (no crash on bad rows)
-    lens = (np.clip(ends, starts, size) - starts).astype(np.int32)
+    lens = np.clip(ends, starts, size) - starts
     views = np.empty((n, 16), np.uint8)
-    views[:, 4:] = block.windows[starts]
-    short = np.flatnonzero(lens < 12)
+    views[:, 4:] = window(block, starts, 12)
+    views = views.view(np.uint32)
+    views[:, 0] = lens
+    long = lens > 12
+    views[long, 2] = 0  # buffer index; word 1 keeps the 4-byte prefix
+    views[long, 3] = starts[long]
+    # inline strings (<= 12 bytes): zero the bytes past the length (word k holds inline bytes 4k..4k+3)
+    short = np.flatnonzero(~long)
     if len(short):
-        views[short, 4:] *= np.arange(12)[None, :] < lens[short, None]
-    v32 = views.view(np.int32)
-    v32[:, 0] = lens
-    long = np.flatnonzero(lens > 12)
-    v32[long, 2] = 0  # buffer index; bytes 4..8 keep the 4-byte prefix
-    v32[long, 3] = starts[long].astype(np.int32)
+        ls = lens[short].astype(np.uint64)
+        for k in range(3):
+            keep = np.clip(ls, 4 * k, 4 * k + 4) - np.uint64(4 * k)
+            mask = ((np.uint64(1) << (np.uint64(8) * keep)) - np.uint64(1)).astype(np.uint32)
+            views[short, k + 1] &= mask
     arr = pa.Array.from_buffers(pa.string_view(), n, [None, pa.py_buffer(views), pa.py_buffer(block.data)])
     return arr.cast(pa.string())
 
 
+def window(block: Block | np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
+    """``(n, width)`` uint8 matrix of the ``width`` (<= 128) bytes starting at each ``pos``.
+
+    ``block`` is a :class:`Block` or its padded ``buf``; positions are clipped into the data.
+    """
+    buf = block.buf if isinstance(block, Block) else block
+    pos = np.clip(pos.astype(np.int64), 0, len(buf) - _PAD)
+    return np.lib.stride_tricks.sliding_window_view(buf, width)[pos]
+
+
+def digit_columns(win: np.ndarray, cols: list[int] | range) -> tuple[np.ndarray, np.ndarray]:
+    """Number formed by the ASCII digits at columns ``cols`` of ``win``: (value int64, all-digits mask)."""
+    d = win[:, cols].astype(np.int64) - 48
+    ok = ((d >= 0) & (d <= 9)).all(axis=1)
+    return d @ (10 ** np.arange(len(cols) - 1, -1, -1, dtype=np.int64)), ok
+
+
+def first_in(win: np.ndarray, *byte_values: int) -> np.ndarray:
+    """Column of the first byte equal to any of ``byte_values`` in each row of ``win`` (width if none)."""
+    m = win == byte_values[0]
+    for b in byte_values[1:]:
+        m |= win == b
+    idx = m.argmax(axis=1)
+    return np.where(m[np.arange(len(win)), idx], idx, win.shape[1])
+
+
+def kth_in(win: np.ndarray, byte: int, k: int) -> np.ndarray:
+    """``(n, k)`` columns of the first ``k`` occurrences of ``byte`` in each row (width where missing)."""
+    n, width = win.shape
+    r, c = np.nonzero(win == byte)
+    first = np.searchsorted(r, np.arange(n))
+    out = np.full((n, k), width, np.int64)
+    if len(r) == 0:
+        return out
+    for j in range(k):
+        idx = np.minimum(first + j, len(r) - 1)
+        valid = (first + j < len(r)) & (r[idx] == np.arange(n))
+        out[:, j] = np.where(valid, c[idx], width)
+    return out
+
+
 def digits(buf: np.ndarray, pos: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
     """Read ``width`` ASCII digits at ``pos``: (value int64, all-digits mask)."""
-    val = np.zeros(len(pos), np.int64)
-    ok = np.ones(len(pos), bool)
-    for k in range(width):
-        d = buf[pos + k].astype(np.int64) - 48
-        ok &= (d >= 0) & (d <= 9)
-        val = val * 10 + d
-    return val, ok
+    return digit_columns(window(buf, pos, width), range(width))
+
+
+_POW10 = 10 ** np.arange(19, dtype=np.int64)
 
 
 def var_digits(buf: np.ndarray, start: np.ndarray, end: np.ndarray, max_width: int = 18) -> tuple[np.ndarray, np.ndarray]:
-    """Digits in ``[start, end)`` of variable length 1..max_width: (value, valid mask)."""
+    """Digits in ``[start, end)`` of variable length 1..max_width (<= 18): (value, valid mask)."""
     width = end - start
     ok = (width >= 1) & (width <= max_width)
-    val = np.zeros(len(start), np.int64)
-    for k in range(max_width):
-        inside = ok & (k < width)
-        if not inside.any():
-            break
-        d = buf[np.where(inside, start + k, 0)].astype(np.int64) - 48
-        ok &= ~inside | ((d >= 0) & (d <= 9))
-        val = np.where(inside, val * 10 + d, val)
-    return val, ok
+    w = np.clip(width, 0, max_width)
+    win = window(buf, start, max_width)
+    inside = np.arange(max_width)[None, :] < w[:, None]
+    isdig = (win >= 48) & (win <= 57)
+    ok &= (isdig | ~inside).all(axis=1)
+    d = np.where(inside & isdig, win - np.uint8(48), np.uint8(0)).astype(np.int64)
+    # as if every number had max_width digits (zeros after the end), then drop the extra decimal places
+    full = d @ _POW10[max_width - 1 :: -1][:max_width]
+    return full // _POW10[max_width - w], ok
 
 
 def next_at(pos_sorted: np.ndarray, at: np.ndarray) -> np.ndarray:
@@ -303,6 +342,13 @@ def masked_str(arr: pa.Array, null: np.ndarray) -> pa.Array:
     if not null.any():
         return arr
     return pc.if_else(pa.array(null), pa.nulls(len(arr), arr.type), arr)
+
+
+def optional_substrings(block: Block, starts: np.ndarray, ends: np.ndarray, null: np.ndarray) -> pa.Array:
+    """:func:`substrings` with nulls where ``null`` is True (no work at all when every row is null)."""
+    if null.all():
+        return pa.nulls(len(starts), pa.string())
+    return masked_str(substrings(block, starts, ends), null)
 
 
 def const_str(value: str, n: int) -> pa.Array:

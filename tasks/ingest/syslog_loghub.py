@@ -31,7 +31,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tasks.ingest.base import ParseContext
-from tasks.ingest.syslog_blocks import Block, const_str, digits, masked_str, normalise_host, split_tokens, substrings, var_digits
+from tasks.ingest.syslog_blocks import (
+    Block,
+    const_str,
+    digits,
+    normalise_host,
+    optional_substrings,
+    split_tokens,
+    substrings,
+    var_digits,
+)
 from tasks.ingest.syslog_rfc3164 import sniff_share
 
 _NS = 1_000_000_000
@@ -79,7 +88,7 @@ def bgl_fast(block: Block, idx: np.ndarray, ctx: ParseContext) -> tuple[dict, np
         "severity": sev,
         "app": substrings(block, sp[k, 6] + 1, sp[k, 7]),
         "message": substrings(block, sp[k, 8] + 1, e[k]),
-        "alert_label": masked_str(substrings(block, s[k], sp[k, 0]), label_nil[k]),
+        "alert_label": optional_substrings(block, s[k], sp[k, 0], label_nil[k]),
         "source_format": const_str("bgl", int(k.sum())),
     }
     return cols, ok

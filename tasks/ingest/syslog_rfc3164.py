@@ -28,13 +28,14 @@ from tasks.ingest.syslog_blocks import (
     days_from_civil,
     days_in_month,
     digits,
+    first_in,
     local_now,
     local_to_utc_ns,
     masked,
-    masked_str,
-    next_at,
+    optional_substrings,
     substrings,
     var_digits,
+    window,
 )
 
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -99,12 +100,17 @@ def fast(block: Block, idx: np.ndarray, ctx: ParseContext) -> tuple[dict, np.nda
     ok &= ok_h & ok_m & ok_s & (hh < 24) & (mm < 60) & (ss < 60)
     hs = t + 16
     ok &= buf[hs] != 32
-    he = next_at(block.positions(32), hs)
-    ok &= he < e
+    # host and tag are short: search 64-byte windows instead of the whole block (longer ones -> fallback)
+    h_len = first_in(window(block, hs, 64), 32)
+    he = hs + h_len
+    ok &= (h_len < 64) & (he < e)
     ts = he + 1
-    colon = next_at(block.positions(58), ts)
-    space2 = next_at(block.positions(32), ts)
-    brack = next_at(block.positions(91), ts)
+    w2 = window(block, ts, 64)
+    space_col = first_in(w2, 32)
+    ok &= (space_col < 64) | (e - ts <= 64)  # the first word after the host ends inside the window
+    colon = ts + first_in(w2, 58)
+    space2 = ts + space_col
+    brack = ts + first_in(w2, 91)
     has_tag = (colon < space2) & (colon < e) & (colon > ts)
     has_pid = has_tag & (brack < colon)
     ok &= ~has_pid | ((buf[colon - 1] == 93) & (brack > ts))
@@ -130,7 +136,7 @@ def fast(block: Block, idx: np.ndarray, ctx: ParseContext) -> tuple[dict, np.nda
         "host": substrings(block, hs[k], he[k]),
         "facility": masked(pri[k] >> 3, ~has_pri[k]),
         "severity": masked(pri[k] & 7, ~has_pri[k]),
-        "app": masked_str(substrings(block, ts[k], tag_end[k]), ~has_tag[k]),
+        "app": optional_substrings(block, ts[k], tag_end[k], ~has_tag[k]),
         "pid": masked(pid[k], ~has_pid[k]),
         "message": substrings(block, np.minimum(ms[k], e[k]), e[k]),
         "source_format": const_str("rfc3164", int(k.sum())),

@@ -21,13 +21,15 @@ from tasks.ingest.syslog_blocks import (
     const_str,
     days_from_civil,
     days_in_month,
+    digit_columns,
     digits,
+    first_in,
     masked,
-    masked_str,
     next_at,
-    split_tokens,
+    optional_substrings,
     substrings,
     var_digits,
+    window,
 )
 from tasks.ingest.syslog_rfc3164 import sniff_share
 
@@ -49,19 +51,31 @@ def fast(block: Block, idx: np.ndarray, ctx: ParseContext) -> tuple[dict, np.nda
     h = s + pri_len
     ok &= pri_ok & (buf[h] == 49) & (buf[h + 1] == 32)  # version "1 "
     t0 = h + 2
-    sp, tok_ok = split_tokens(block, idx, t0, 5)  # the spaces ending TIMESTAMP HOST APP PROCID MSGID
-    ok &= tok_ok
-    t_end = sp[:, 0]
-    # --- TIMESTAMP YYYY-MM-DDTHH:MM:SS[.f{1,9}](Z|+hh:mm)
-    year, a = digits(buf, t0, 4)
-    month, b = digits(buf, t0 + 5, 2)
-    day, c = digits(buf, t0 + 8, 2)
-    hh, d = digits(buf, t0 + 11, 2)
-    mi, f = digits(buf, t0 + 14, 2)
-    ss, g = digits(buf, t0 + 17, 2)
-    ok &= a & b & c & d & f & g & (t_end - t0 >= 20)
+    # TIMESTAMP YYYY-MM-DDTHH:MM:SS[.f{1,9}](Z|+hh:mm): fixed columns of one 40-byte window
+    w_ts = window(block, t0, 40)
+    ts_len = first_in(w_ts, 32)
+    t_end = np.minimum(t0 + ts_len, e)  # every derived index stays inside the line (+ padding)
+    ok &= (ts_len >= 20) & (ts_len < 40)
+    year, a = digit_columns(w_ts, [0, 1, 2, 3])
+    month, b = digit_columns(w_ts, [5, 6])
+    day, c = digit_columns(w_ts, [8, 9])
+    hh, d = digit_columns(w_ts, [11, 12])
+    mi, f = digit_columns(w_ts, [14, 15])
+    ss, g = digit_columns(w_ts, [17, 18])
+    ok &= a & b & c & d & f & g
     for off, ch in ((4, 45), (7, 45), (10, 84), (13, 58), (16, 58)):
-        ok &= buf[t0 + off] == ch
+        ok &= w_ts[:, off] == ch
+    # HOSTNAME APP-NAME PROCID MSGID: each token ends at the first space of a short window
+    # (a longer token, an empty one or a double space -> per-line fallback)
+    bounds = []
+    start = t_end + 1
+    for width in (64, 56, 24, 40):
+        length = first_in(window(block, start, width), 32)
+        ok &= (length > 0) & (length < width) & (start + length < e)
+        end = np.minimum(start + length, e)
+        bounds.append((start, end))
+        start = np.minimum(end + 1, e)
+    (hs, he), (as_, ae), (ps, pe), (ms_, me) = bounds
     zulu = buf[t_end - 1] == 90
     sign = buf[t_end - 6]
     has_off = ~zulu & ((sign == 43) | (sign == 45)) & (buf[t_end - 3] == 58)
@@ -79,22 +93,23 @@ def fast(block: Block, idx: np.ndarray, ctx: ParseContext) -> tuple[dict, np.nda
     ok &= (month >= 1) & (month <= 12) & (day >= 1) & (hh < 24) & (mi < 60) & (ss < 60)
     ok &= day <= days_in_month(year, np.clip(month, 1, 12))
     # --- HOSTNAME APP-NAME PROCID MSGID
-    hs, he = sp[:, 0] + 1, sp[:, 1]
-    as_, ae = sp[:, 1] + 1, sp[:, 2]
-    ps, pe = sp[:, 2] + 1, sp[:, 3]
-    ms_, me = sp[:, 3] + 1, sp[:, 4]
     nil = lambda a0, a1: (a1 - a0 == 1) & (buf[a0] == 45)  # noqa: E731
     ok &= ~nil(hs, he)
     pid, pid_ok = var_digits(buf, ps, pe, 18)
     # --- STRUCTURED-DATA
-    sd0 = sp[:, 4] + 1
+    sd0 = me + 1
     sd_nil = buf[sd0] == 45
-    close = next_at(_pair_positions(block), sd0)  # first "] " after sd0 (position of ']')
-    bslash = next_at(block.positions(92), sd0)
-    sd_end = np.where(sd_nil, sd0 + 1, np.where(close < e, close + 1, e))
-    quotes = block.positions(34)
-    even_quotes = (np.searchsorted(quotes, sd_end) - np.searchsorted(quotes, sd0)) % 2 == 0
-    ok &= sd_nil | ((buf[sd0] == 91) & (buf[sd_end - 1] == 93) & (bslash >= sd_end) & even_quotes)
+    sd_end = sd0 + 1
+    has_sd = ok & ~sd_nil
+    if has_sd.any():  # STRUCTURED-DATA present somewhere: locate its end with block-wide delimiter positions
+        close = next_at(_pair_positions(block), sd0)  # first "] " after sd0 (position of ']')
+        bslash = next_at(block.positions(92), sd0)
+        sd_end = np.where(sd_nil, sd0 + 1, np.where(close < e, close + 1, e))
+        quotes = block.positions(34)
+        even_quotes = (np.searchsorted(quotes, sd_end) - np.searchsorted(quotes, sd0)) % 2 == 0
+        ok &= sd_nil | ((buf[sd0] == 91) & (buf[sd_end - 1] == 93) & (bslash >= sd_end) & even_quotes)
+    else:
+        ok &= sd_nil
     ok &= (sd_end == e) | (buf[sd_end] == 32)
     msg_s = np.minimum(sd_end + 1, e)
     bom = (buf[msg_s] == 0xEF) & (buf[msg_s + 1] == 0xBB) & (buf[msg_s + 2] == 0xBF) & (msg_s + 3 <= e)
@@ -108,10 +123,10 @@ def fast(block: Block, idx: np.ndarray, ctx: ParseContext) -> tuple[dict, np.nda
         "host": substrings(block, hs[k], he[k]),
         "facility": pri[k] >> 3,
         "severity": pri[k] & 7,
-        "app": masked_str(substrings(block, as_[k], ae[k]), nil(as_, ae)[k]),
+        "app": optional_substrings(block, as_[k], ae[k], nil(as_, ae)[k]),
         "pid": masked(pid[k], ~pid_ok[k]),
-        "msgid": masked_str(substrings(block, ms_[k], me[k]), nil(ms_, me)[k]),
-        "structured_data": masked_str(substrings(block, sd0[k], sd_end[k]), sd_nil[k]),
+        "msgid": optional_substrings(block, ms_[k], me[k], nil(ms_, me)[k]),
+        "structured_data": optional_substrings(block, sd0[k], sd_end[k], sd_nil[k]),
         "message": substrings(block, msg_s[k], e[k]),
         "source_format": const_str("rfc5424", int(k.sum())),
     }
