@@ -73,6 +73,18 @@ def counter_rates(
         ``(rate, status)``: float64 rates (NaN where undefined) and int8 status codes
         (:data:`OK`, :data:`FIRST`, :data:`RESET`, :data:`CONFLICT`, :data:`NONFINITE`).
     """
+    rate, status, _ = _rates_sorted(series, time_ns, value, on_reset, preset)
+    return rate, status
+
+
+def _rates_sorted(
+    series: np.ndarray,
+    time_ns: np.ndarray,
+    value: np.ndarray,
+    on_reset: Literal["zero", "nan"] = "zero",
+    preset: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`counter_rates` plus the indices of the finite samples sorted by (series, time)."""
     series = np.asarray(series)
     time_ns = np.asarray(time_ns, dtype=np.int64)
     value = np.asarray(value, dtype=np.float64)
@@ -82,7 +94,7 @@ def counter_rates(
     finite = np.isfinite(value)
     idx = np.flatnonzero(finite)
     if idx.size == 0:
-        return rate, status
+        return rate, status, idx
     # sort the finite samples by (series, time); stable so repeated rows keep their order
     order = idx[np.lexsort((time_ns[idx], series[idx]))]
     s, t, v = series[order], time_ns[order], value[order]
@@ -121,15 +133,26 @@ def counter_rates(
         st = st[src]
     rate[order] = r
     status[order] = st
-    return rate, status
+    return rate, status, order
 
 
-def _codes(a: pa.Array) -> np.ndarray:
-    """Integer code per value (equal strings -> equal codes; null -> its own code)."""
-    enc = pc.dictionary_encode(a, null_encoding="encode")
-    if isinstance(enc, pa.ChunkedArray):
-        enc = enc.combine_chunks()
-    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+def _codes(known: list[str], arr: pa.Array) -> tuple[np.ndarray, list[str | None]]:
+    """Integer codes of ``known + arr`` (equal strings -> equal codes, null -> its own code) and the
+    strings of ``arr``'s dictionary. Works on the dictionary, so a dictionary-encoded ``arr`` costs
+    one lookup per row."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if not pa.types.is_dictionary(arr.type):
+        arr = pc.dictionary_encode(arr)
+    words = arr.dictionary.cast(pa.string()).to_pylist()
+    vocab: dict[str, int] = {}
+    for w in known:
+        vocab.setdefault(w, len(vocab))
+    lut = np.array([vocab.setdefault(w, len(vocab)) for w in words] + [-1], np.int64)
+    lut[-1] = len(vocab)  # null
+    idx = pc.fill_null(arr.indices, len(words)).to_numpy(zero_copy_only=False).astype(np.int64)
+    known_codes = np.fromiter((vocab[w] for w in known), np.int64, len(known))
+    return np.concatenate([known_codes, lut[idx]]), words
 
 
 @dataclass
@@ -161,29 +184,28 @@ def rates_with_state(
     predecessors). ``new_state`` holds the latest finite sample of every series seen so far.
     """
     k = len(state)
-    all_node = pa.concat_arrays([pa.array(state.node, pa.string()), node.cast(pa.string())])
-    all_metric = pa.concat_arrays([pa.array(state.metric, pa.string()), metric.cast(pa.string())])
+    node = node.combine_chunks() if isinstance(node, pa.ChunkedArray) else node
+    metric = metric.combine_chunks() if isinstance(metric, pa.ChunkedArray) else metric
     all_t = np.concatenate([state.time_ns, np.asarray(time_ns, np.int64)])
     all_v = np.concatenate([state.value, np.asarray(value, np.float64)])
-    n_codes = _codes(all_node)
-    m_codes = _codes(all_metric)
+    n_codes, _ = _codes(state.node, node)
+    m_codes, _ = _codes(state.metric, metric)
     sid = n_codes * (int(m_codes.max(initial=0)) + 1) + m_codes
-    rate, status = counter_rates(sid, all_t, all_v, on_reset, preset=(state.rate, state.status))
-    # new state: latest finite sample per series (ties: the later row)
-    fin = np.flatnonzero(np.isfinite(all_v))
-    if fin.size:
-        o = fin[np.lexsort((np.arange(fin.size), all_t[fin], sid[fin]))]
-        last = np.ones(o.size, dtype=bool)
-        last[:-1] = sid[o][1:] != sid[o][:-1]
-        keep = o[last]
-        take = pa.array(keep)
+    rate, status, order = _rates_sorted(sid, all_t, all_v, on_reset, preset=(state.rate, state.status))
+    # new state: latest finite sample per series = last of each series in (series, time) order
+    if order.size:
+        last = np.ones(order.size, dtype=bool)
+        last[:-1] = sid[order][1:] != sid[order][:-1]
+        keep = order[last]
+        old, new_rows = keep[keep < k], keep[keep >= k] - k
+        take = pa.array(new_rows)
         new = CounterState(
-            node=all_node.take(take).to_pylist(),
-            metric=all_metric.take(take).to_pylist(),
-            time_ns=all_t[keep],
-            value=all_v[keep],
-            rate=rate[keep],
-            status=status[keep],
+            node=[state.node[i] for i in old] + node.take(take).cast(pa.string()).to_pylist(),
+            metric=[state.metric[i] for i in old] + metric.take(take).cast(pa.string()).to_pylist(),
+            time_ns=np.concatenate([all_t[old], all_t[new_rows + k]]),
+            value=np.concatenate([all_v[old], all_v[new_rows + k]]),
+            rate=np.concatenate([rate[old], rate[new_rows + k]]),
+            status=np.concatenate([status[old], status[new_rows + k]]),
         )
     else:
         new = state

@@ -99,13 +99,16 @@ class _Emitter:
         self.state = CounterState()
         self._counters = pa.array(sorted(COUNTERS), pa.string())
 
-    def _nodes(self, node: pa.Array) -> pa.Array:
-        """Node names as strings with host aliases applied (on the dictionary when there is one)."""
+    def _nodes(self, node: pa.Array) -> tuple[pa.Array, pa.Array]:
+        """Node names with host aliases applied (on the dictionary when there is one):
+        ``(strings, same names dictionary-encoded if the input was, else the strings)``."""
         aliases = dict(self.ctx.aliases)
         if pa.types.is_dictionary(node.type):
             d = apply_aliases(node.dictionary.cast(pa.string()), aliases)
-            return pa.DictionaryArray.from_arrays(node.indices, d).cast(pa.string())
-        return apply_aliases(node.cast(pa.string()), aliases)
+            enc = pa.DictionaryArray.from_arrays(node.indices, d)
+            return enc.cast(pa.string()), enc
+        s = apply_aliases(node.cast(pa.string()), aliases)
+        return s, s
 
     def emit(
         self,
@@ -117,7 +120,7 @@ class _Emitter:
         rejects: Sequence[pa.Table] = (),
     ) -> Iterator[ParseResult]:
         """Yield ParseResults (at most ``ctx.batch_rows`` rows each) for parsed columns."""
-        node = self._nodes(combine(node))
+        node, node_enc = self._nodes(combine(node))
         # metric names are few: work on the dictionary (counter lookup and "_rate" renaming)
         mdict = combine(metric)
         if not pa.types.is_dictionary(mdict.type):
@@ -136,7 +139,9 @@ class _Emitter:
             is_counter = np.append(name_is_counter, False)[midx]  # index -1 (null metric) -> False
             ci = np.flatnonzero(is_counter)
             take = pa.array(ci)
-            c_node, c_metric, c_time = node.take(take), names.take(pa.array(midx[ci])), time.take(take)
+            c_node = node_enc.take(take)
+            c_metric = pa.DictionaryArray.from_arrays(pa.array(midx[ci].astype(np.int32)), names)
+            c_time = time.take(take)
             t_ns = to_numpy(pc.fill_null(c_time.cast(pa.int64()), np.iinfo(np.int64).min)).astype(np.int64)
             v = np.where(value_null[ci], np.nan, value_np[ci])
             v[t_ns == np.iinfo(np.int64).min] = np.nan  # no time: cannot be placed in a series
