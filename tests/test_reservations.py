@@ -70,3 +70,16 @@ def test_pipeline_stages_maint_windows(store, tmp_path):
     assert (r.counts.rows_in, r.counts.staged, r.counts.duplicates) == (3, 2, 1)
     t = store.read_staged("reservations")
     assert sorted(t.column("name").to_pylist()) == ["m0", "m1"]
+
+
+def test_scontrol_field_names_nodecnt_and_site_flags():
+    rows, rej = parse(
+        "ReservationName,StartTime,EndTime,Duration,Nodes,NodeCnt,Flags,Users,Accounts,State\n"
+        'maint_row0_000,2024-03-04T06:00:00,2024-03-04T10:00:00,04:00:00,cn[0001-0024],24,"MAINT,IGNORE_JOBS,SPEC_NODES",root,(null),INACTIVE\n'
+        'emergency_r01_000,2024-03-04T11:00:00,2024-03-04T12:00:00,01:00:00,cn[0025-0048],23,"MAINT,UNSCHEDULED",root,(null),ACTIVE\n'
+    )
+    assert rows.column("name").to_pylist() == ["maint_row0_000"]
+    assert len(rows.column("node_list")[0].as_py()) == 24
+    assert rej.to_pydict()["reason"] == ["parse: NodeCnt '23' but the hostlist expands to 24 nodes"]
+    site = pa.table({"flags": [["MAINT", "UNSCHEDULED"], ["bad flag"]], "node_list": [["n1"], ["n1"]]})
+    assert dict(row_checks(site))["expect_reservation_flags_to_match_regex(flags)"].tolist() == [False, True]

@@ -1,7 +1,10 @@
 """Reservations source: ``nodewatch ingest reservations reservations.csv``.
 
 Input: a CSV flattened from ``scontrol show reservation`` with header
-``name,start,end,nodes,flags,users`` (any order; ``flags``/``users`` optional). ``start``/``end``
+``name,start,end,nodes,flags,users`` (any order; ``flags``/``users`` optional; scontrol's field
+names ``ReservationName,StartTime,EndTime,Nodes,NodeCnt,Flags,Users`` are accepted too, other
+columns such as ``Duration,Accounts,State`` are ignored; a ``NodeCnt`` that differs from the
+expanded hostlist rejects the row). ``start``/``end``
 are ISO 8601 (``scontrol`` prints local time without a zone: read in ``ParseContext.tz``), ``nodes``
 a Slurm hostlist (``node[001-004],gpu1``; ``(null)`` = none) expanded with
 :func:`tasks.ingest.hostlist.expand_hostlist`, ``flags`` and ``users`` lists separated by ``,``
@@ -34,14 +37,22 @@ from tasks.ingest.base import Format, ParseContext, ParseResult, SourceSpec
 from tasks.ingest.hostlist import HostlistError, expand_hostlist
 
 REQUIRED = ("name", "start", "end", "nodes")
-OPTIONAL = ("flags", "users")
+OPTIONAL = ("flags", "users", "nodecnt")
+HEADER_ALIASES = {
+    "reservationname": "name",
+    "starttime": "start",
+    "endtime": "end",
+    "nodelist": "nodes",
+    "node_list": "nodes",
+}
+"""``scontrol show reservation`` field names accepted for the columns (case-insensitive)."""
 ROW_SCHEMA = RESERVATIONS.arrow_schema()
 
 
 def parse_reservations_csv(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
     """Parse a reservations CSV into ``reservations`` rows (see module doc)."""
     cols = read_header(stream, ctx)
-    low = {c.lower(): c for c in cols}
+    low = {HEADER_ALIASES.get(c.lower(), c.lower()): c for c in cols}
     missing = [c for c in REQUIRED if c not in low]
     if missing:
         raise file_error(
@@ -66,6 +77,11 @@ def parse_reservations_csv(stream: BinaryIO, ctx: ParseContext) -> Iterator[Pars
         for i in np.flatnonzero(bad_t).tolist():
             which = "start" if start[i].as_py() is None else "end"
             reasons[i] = f"parse: unparseable {which} time {dec[low[which]][i].as_py()!r}"
+        if "nodecnt" in low:  # scontrol's NodeCnt must equal the expanded hostlist
+            for i, cnt in enumerate(dec[low["nodecnt"]].to_pylist()):
+                got = node_lists[i]
+                if reasons[i] is None and got is not None and cnt and cnt.strip() and cnt.strip() != str(len(got)):
+                    reasons[i] = f"parse: NodeCnt {cnt.strip()!r} but the hostlist expands to {len(got)} nodes"
         bad = np.array([r is not None for r in reasons], bool) if n else np.zeros(0, bool)
         if bad.any():
             bi = np.flatnonzero(bad)
@@ -99,7 +115,8 @@ SOURCES = [
         # look-ahead) through pyarrow's RE2, which rejects it; names are checked by ROW_CHECKS instead.
         row_checks=ROW_CHECKS,
         help=(
-            "Slurm reservations flattened from `scontrol show reservation` to CSV (name,start,end,nodes[,flags,users]); "
+            "Slurm reservations flattened from `scontrol show reservation` to CSV (name,start,end,nodes[,flags,users] "
+            "or ReservationName,StartTime,EndTime,Nodes,NodeCnt,Flags,Users,...); "
             "nodes is a Slurm hostlist. MAINT reservations are the maintenance windows."
         ),
     )

@@ -443,7 +443,7 @@ def generate(out: Path, seed: int = 0) -> list[Case]:
     res = [
         'maint_row0,2024-03-01T08:00:00,2024-03-01T12:00:00,n[001-003],"MAINT,IGNORE_JOBS",root',
         "backwards,2024-03-02T08:00:00,2024-03-01T08:00:00,n004,MAINT,root",  # 3: end before start
-        "weird,2024-03-03T08:00:00,2024-03-03T09:00:00,n004,FOO,root",  # 4: unknown flag
+        "weird,2024-03-03T08:00:00,2024-03-03T09:00:00,n004,FOO!,root",  # 4: malformed flag
         "broken,2024-03-04T08:00:00,2024-03-04T09:00:00,n[001-,MAINT,root",  # 5: hostlist
         "hostile,2024-03-05T08:00:00,2024-03-05T09:00:00,../../etc,MAINT,root",  # 6: hostile node
         "badtime,tomorrow,2024-03-05T09:00:00,n001,MAINT,root",  # 7
@@ -457,7 +457,7 @@ def generate(out: Path, seed: int = 0) -> list[Case]:
             staged=2,
             quarantined={
                 3: ["expect_column_pair_values_a_to_be_greater_than_b(end>=start)"],
-                4: ["expect_reservation_flags_in_set(flags)"],
+                4: ["expect_reservation_flags_to_match_regex(flags)"],
                 5: ["parse: hostlist 'n[001-': unbalanced '[' (missing ']')"],
                 6: ["expect_list_values_to_match_regex(node_list)"],
                 7: ["parse: unparseable start time 'tomorrow'"],
