@@ -302,6 +302,18 @@ def _losses(ev: Events, boots: _Intervals, last_seen: np.ndarray, p: Params, t_e
     assoc = fb >= 0
     le_g = np.where(closed, le, le - p.grace_s * NS_PER_S) + p.grace_s * NS_PER_S
     assoc[assoc] = boots.start[fb[assoc]] <= le_g[assoc]
+    # DOWN ends with the last boot of a resolved loss; a tail until "now responding" longer than the
+    # grace is CONNECTION_LOSS (booted, Slurm not yet in contact), a shorter one is dropped
+    split_at = np.zeros(ls_t.size, np.int64)
+    has_split = np.zeros(ls_t.size, bool)
+    resolved = assoc & closed
+    lb = _prev_in_group(ls_node[resolved], le[resolved] + p.grace_s * NS_PER_S, boots.node, boots.end)
+    ri = np.nonzero(resolved)[0][lb >= 0]
+    bend = boots.end[lb[lb >= 0]]
+    ok = bend > ls_t[ri]
+    ri, bend = ri[ok], bend[ok]
+    split_at[ri] = np.minimum(le[ri], bend)
+    has_split[ri] = True
     # an open loss is closed by the first boot ending after it started
     fb2 = _next_in_group(ls_node, ls_t, boots.node, boots.end, strict=True)
     open_ = ~closed
@@ -319,9 +331,19 @@ def _losses(ev: Events, boots: _Intervals, last_seen: np.ndarray, p: Params, t_e
     src[assoc] = Source.LOSS_BOOT
     src[silent] = Source.LOSS_SILENT
     src[still_open & ~assoc & ~silent] = Source.LOSS_OPEN
+    tail = np.where(has_split, le - split_at, 0)
+    long_tail = has_split & (tail > p.grace_s * NS_PER_S)
     counts.update(losses=int(ls_t.size), losses_down_boot=int(assoc.sum()), losses_down_silent=int(silent.sum()),
-                  losses_open=int(still_open.sum()))
-    return _Intervals(ls_node.astype(np.int64), ls_t.astype(np.int64), le, state, src, np.full(ls_t.size, -1, np.int64)), counts
+                  losses_open=int(still_open.sum()), losses_tail_connection_loss=int(long_tail.sum()))
+    tail_start, tail_end = split_at[long_tail], le[long_tail]
+    le = np.where(has_split, split_at, le)
+    k = int(long_tail.sum())
+    node = np.concatenate([ls_node, ls_node[long_tail]]).astype(np.int64)
+    return _Intervals(
+        node, np.concatenate([ls_t, tail_start]).astype(np.int64), np.concatenate([le, tail_end]),
+        np.concatenate([state, np.full(k, State.CONNECTION_LOSS, np.int8)]),
+        np.concatenate([src, np.full(k, Source.LOSS, np.int8)]), np.full(node.size, -1, np.int64),
+    ), counts
 
 
 # ------------------------------------------------------------------ pass 2: layers -> resolved timeline
@@ -512,6 +534,13 @@ def derive_states_reference(
             src = int(Source.LOSS)
             fb = next((b for b in boots if b[1] >= ls - p.pre_s * NS_PER_S), None)
             down = fb is not None and fb[0] <= (le if le is not None else big - p.grace_s * NS_PER_S) + p.grace_s * NS_PER_S
+            if le is not None and down:
+                before = [b for b in boots if b[1] <= le + p.grace_s * NS_PER_S]
+                if before and before[-1][1] > ls:
+                    cut = min(le, before[-1][1])
+                    if le - cut > p.grace_s * NS_PER_S:
+                        iv_by_node[n].append((cut, le, int(State.CONNECTION_LOSS), int(Source.LOSS), -1))
+                    le = cut
             if le is None:
                 fb2 = next((b for b in boots if b[1] > ls), None)
                 if fb2 is not None:

@@ -187,3 +187,17 @@ def test_to_grid_samples_minute_starts():
     assert g.tolist() == [[State.IDLE, State.IDLE, State.CONNECTION_LOSS, State.IDLE, State.IDLE]]
     with pytest.raises(ValueError):
         to_grid(tl, 1, 0, 5 * 60 * S + 1)
+
+
+def test_down_ends_with_boot_and_long_wait_is_connection_loss():
+    """After the boot, waiting for 'now responding' beyond the grace is CONNECTION_LOSS; a short wait is dropped."""
+    ev = _ev([(0, 1 * H, Event.NOT_RESPONDING, 0), (0, 3 * H, Event.STARTUP_FINISHED, 600 * S),
+              (0, 5 * H, Event.NOW_RESPONDING, 0),
+              (1, 1 * H, Event.NOT_RESPONDING, 0), (1, 3 * H, Event.STARTUP_FINISHED, 600 * S),
+              (1, 3 * H + 30 * S, Event.NOW_RESPONDING, 0)])
+    tl = _both(ev, Layers.empty(), 2, 0, 6 * H)
+    assert _pairs(tl, 0) == [(0, H, "IDLE"), (H, 3 * H - 600 * S, "DOWN"), (3 * H - 600 * S, 3 * H, "BOOTING"),
+                             (3 * H, 5 * H, "CONNECTION_LOSS"), (5 * H, 6 * H, "IDLE")]
+    assert _pairs(tl, 1) == [(0, H, "IDLE"), (H, 3 * H - 600 * S, "DOWN"), (3 * H - 600 * S, 3 * H, "BOOTING"),
+                             (3 * H, 6 * H, "IDLE")]
+    assert tl.counts["losses_tail_connection_loss"] == 1
