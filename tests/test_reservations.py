@@ -56,6 +56,7 @@ def test_missing_columns_and_sniff():
         parse("name,start,end\n")
     assert sniff_reservations_csv(b"name,start,end,nodes,flags,users\n") == 1.0
     assert sniff_reservations_csv(b"node,rack,row,chassis,position,architecture\n") == 0.0
+    assert sniff_reservations_csv(b"ReservationName,StartTime,EndTime,Duration,Nodes,NodeCnt,Flags,Users,Accounts,State\n") == 1.0
 
 
 def test_pipeline_stages_maint_windows(store, tmp_path):

@@ -100,7 +100,7 @@ def parse_reservations_csv(stream: BinaryIO, ctx: ParseContext) -> Iterator[Pars
 def sniff_reservations_csv(head: bytes) -> float:
     """Header holding name, start, end and nodes."""
     cols = csv_header(head)
-    return 1.0 if cols and set(REQUIRED) <= {c.lower() for c in cols} else 0.0
+    return 1.0 if cols and set(REQUIRED) <= {HEADER_ALIASES.get(c.lower(), c.lower()) for c in cols} else 0.0
 
 
 SOURCES = [
