@@ -61,6 +61,7 @@ def train(
     workers: int = 2,
     threads: int = 1,
     compare: bool = False,
+    train_end: str | None = None,
     store: str | None = None,
 ) -> dict[str, Any]:
     """Train one model per node for ``start``..``end`` (inclusive UTC days); returns the run summary.
@@ -70,7 +71,7 @@ def train(
     """
     st = Store(load_settings(store=store).store)
     cfg = TrainConfig(model=model, mode=mode, window=window, epochs=epochs, node_batch=node_batch, workers=workers,
-                      threads=threads, compare=compare)
+                      threads=threads, compare=compare, train_end=train_end)
     plan, rec = plan_run(st, start, end, cfg, nodes, labels)
     try:
         pd = plan_as_dict(plan)

@@ -61,40 +61,114 @@ class BatchedLSTM(nn.Module):
         """Input projection in feature-major layout: ``xT[n, I, R] -> W_ih^T x + b``, ``[n, 4H, R]`` (one bmm)."""
         return torch.baddbmm(self.bias.transpose(1, 2), self.w_ih.transpose(1, 2), xT)
 
-    def recur(self, steps: tuple[torch.Tensor, ...] | list[torch.Tensor], return_sequences: bool) -> list[torch.Tensor]:
-        """LSTM recurrence over projected inputs ``steps[t][n, 4H, B]``; returns the hidden states
-        ``[n, H, B]`` of every step (or only the last one).
-
-        Feature-major layout: batch is the contiguous inner axis, so every gate slice is a dense
-        ``[n, H, B]`` block (1.8x faster element-wise ops than ``[n, B, 4H]`` with H = 7, measured).
-        """
-        H = self.hidden
-        w_hh_t = self.w_hh.transpose(1, 2)
-        n, _, B = steps[0].shape
-        c = steps[0].new_zeros(n, H, B)
-        h = c
-        outs = []
-        for t, p_t in enumerate(steps):
-            gates = p_t if t == 0 else torch.baddbmm(p_t, w_hh_t, h)
-            sig_part, g_part = gates.split((3 * H, H), dim=1)
-            i, f, o = torch.sigmoid(sig_part).split(H, dim=1)
-            c = f * c + i * torch.tanh(g_part)
-            h = o * torch.tanh(c)
-            if return_sequences:
-                outs.append(h)
-        return outs if return_sequences else [h]
+    def recur(self, proj: torch.Tensor, return_sequences: bool) -> torch.Tensor:
+        """LSTM recurrence over projected inputs ``proj[n, W, 4H, B]``: hidden states ``[n, W, H, B]``
+        (or the last one, ``[n, H, B]``), with the hand-written BPTT of :class:`LSTMRecurrence`."""
+        return LSTMRecurrence.apply(proj.contiguous(), self.w_hh.transpose(1, 2), return_sequences)
 
 
-def windows_fm(proj: torch.Tensor, S: int, R: int, window: int) -> tuple[torch.Tensor, ...]:
+def lstm_recurrence_reference(proj: torch.Tensor, w_hh_t: torch.Tensor, return_sequences: bool) -> torch.Tensor:
+    """Same recurrence as :class:`LSTMRecurrence` written with plain autograd ops (used to test it)."""
+    n, W, G, B = proj.shape
+    H = G // 4
+    c = proj.new_zeros(n, H, B)
+    h = c
+    outs = []
+    for t in range(W):
+        gates = proj[:, t] if t == 0 else torch.baddbmm(proj[:, t], w_hh_t, h)
+        i, f, o = torch.sigmoid(gates[:, : 3 * H]).split(H, dim=1)
+        c = f * c + i * torch.tanh(gates[:, 3 * H :])
+        h = o * torch.tanh(c)
+        outs.append(h)
+    return torch.stack(outs, dim=1) if return_sequences else h
+
+
+class LSTMRecurrence(torch.autograd.Function):
+    """LSTM recurrence with stacked per-node weights and a hand-written backward pass (BPTT).
+
+    Feature-major layout ``[n, W, 4H, B]`` (gate order i, f, o, g): batch is the contiguous inner
+    axis, so each gate is a dense ``[n, H, B]`` block (element-wise ops 1.8x faster than
+    ``[n, B, 4H]`` with H = 7, measured). The backward computes all gate gradients in place
+    into one buffer and the recurrent-weight gradient with a single bmm over all steps, instead
+    of autograd's ~2x more small ops and one bmm per step.
+    """
+
+    @staticmethod
+    def forward(ctx, proj: torch.Tensor, w_hh_t: torch.Tensor, return_sequences: bool) -> torch.Tensor:  # noqa: ANN001
+        """``c_t = f*c_{t-1} + i*g``, ``h_t = o*tanh(c_t)`` with ``[i,f,o] = sigmoid``, ``g = tanh`` of
+        ``proj_t + W_hh^T h_{t-1}`` (Hochreiter & Schmidhuber; as ``torch.nn.LSTM``)."""
+        n, W, G, B = proj.shape
+        H = G // 4
+        acts = torch.empty_like(proj)
+        cs = proj.new_empty(n, W, H, B)
+        tcs = proj.new_empty(n, W, H, B)
+        hs = proj.new_empty(n, W, H, B)
+        for t in range(W):
+            gates = proj[:, t] if t == 0 else torch.baddbmm(proj[:, t], w_hh_t, hs[:, t - 1])
+            a = acts[:, t]
+            torch.sigmoid(gates[:, : 3 * H], out=a[:, : 3 * H])
+            torch.tanh(gates[:, 3 * H :], out=a[:, 3 * H :])
+            i, f, o, g = a.split(H, dim=1)
+            torch.mul(i, g, out=cs[:, t])
+            if t > 0:
+                cs[:, t].addcmul_(f, cs[:, t - 1])
+            torch.tanh(cs[:, t], out=tcs[:, t])
+            torch.mul(o, tcs[:, t], out=hs[:, t])
+        ctx.save_for_backward(acts, cs, tcs, hs, w_hh_t)
+        ctx.return_sequences = return_sequences
+        return hs if return_sequences else hs[:, -1].clone()
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:  # noqa: ANN001
+        """Backpropagation through time over the W steps."""
+        acts, cs, tcs, hs, w_hh_t = ctx.saved_tensors
+        n, W, G, B = acts.shape
+        H = G // 4
+        d_proj = torch.empty_like(acts)
+        w_hh = w_hh_t.transpose(1, 2)
+        dh = grad[:, W - 1] if ctx.return_sequences else grad
+        dc = torch.zeros_like(dh)
+        for t in range(W - 1, -1, -1):
+            if t < W - 1 and ctx.return_sequences:
+                dh = dh + grad[:, t]
+            a = acts[:, t]
+            i, f, o, g = a.split(H, dim=1)
+            tc = tcs[:, t]
+            dc = torch.addcmul(dc, dh, o * (1 - tc * tc))
+            dg = d_proj[:, t]
+            d_i, d_f, d_o, d_g = dg.split(H, dim=1)
+            torch.mul(dc, g, out=d_i)
+            if t > 0:
+                torch.mul(dc, cs[:, t - 1], out=d_f)
+            else:
+                d_f.zero_()
+            torch.mul(dh, tc, out=d_o)
+            torch.mul(dc, i, out=d_g)
+            s = a[:, : 3 * H]
+            dg[:, : 3 * H].mul_(s - s * s)
+            d_g.mul_(1 - g * g)
+            if t > 0:
+                dc = dc * f
+                dh = torch.bmm(w_hh, dg)
+        if W > 1:
+            d_gates = d_proj[:, 1:].permute(0, 2, 1, 3).reshape(n, G, (W - 1) * B)
+            h_prev = hs[:, :-1].permute(0, 2, 1, 3).reshape(n, H, (W - 1) * B)
+            d_w = torch.bmm(d_gates, h_prev.transpose(1, 2))
+        else:
+            d_w = torch.zeros_like(w_hh_t)
+        return d_proj, d_w, None
+
+
+def windows_fm(proj: torch.Tensor, S: int, R: int, window: int) -> torch.Tensor:
     """Per-step inputs of all windows inside segments: ``proj[n, D, S*R]`` (rows of S segments of R
-    consecutive rows) -> W tensors ``[n, D, S*(R-W+1)]``; step t of window j is row j+t.
+    consecutive rows) -> ``[n, W, D, S*(R-W+1)]``; step t of window j is row j+t.
 
     Every row is projected once and shared by the W windows containing it (instead of W times).
     """
     n, D, _ = proj.shape
     c = R - window + 1
     u = proj.view(n, D, S, R).unfold(3, window, 1)  # [n, D, S, c, W]
-    return u.permute(0, 4, 1, 2, 3).reshape(n, window, D, S * c).unbind(1)
+    return u.permute(0, 4, 1, 2, 3).reshape(n, window, D, S * c)
 
 
 class BatchedRUADNet(nn.Module):
@@ -123,11 +197,11 @@ class BatchedRUADNet(nn.Module):
         n, S, R, F = rows.shape
         c = R - window + 1
         xT = rows.reshape(n, S * R, F).transpose(1, 2)
-        h1 = self.lstm1.recur(windows_fm(self.lstm1.project(xT), S, R, window), return_sequences=True)
-        seq = torch.stack(h1, dim=2)  # [n, E1, W, B]
+        h1 = self.lstm1.recur(windows_fm(self.lstm1.project(xT), S, R, window), return_sequences=True)  # [n, W, E1, B]
         B = S * c
-        steps2 = self.lstm2.project(seq.reshape(n, -1, window * B)).view(n, -1, window, B).unbind(2)
-        z = self.lstm2.recur(steps2, return_sequences=False)[0]  # [n, L, B]
+        seq = h1.permute(0, 2, 1, 3).reshape(n, -1, window * B)  # [n, E1, W*B]
+        proj2 = self.lstm2.project(seq).view(n, -1, window, B).permute(0, 2, 1, 3)  # [n, W, 4L, B]
+        z = self.lstm2.recur(proj2, return_sequences=False)  # [n, L, B]
         out = self.dec2.fm(torch.relu(self.dec1.fm(z)))  # [n, I, B]
         return out.view(n, F, S, c).permute(0, 2, 3, 1)
 

@@ -63,6 +63,7 @@ class TrainConfig:
     threads: int = 1
     seed: int = 0
     train_fraction: float = 0.8
+    train_end: str | None = None
     compare: bool = False
     compare_windows: tuple[int, ...] = (5, 10, 20, 40)
 
@@ -185,6 +186,10 @@ def plan_run(store: Store, start: date, end: date, cfg: TrainConfig, nodes: list
     ds = open_cube(store)
     sel = select_nodes(ds, nodes)
     t0, t1 = period(start, end)
+    if cfg.train_end is not None:
+        te = np.datetime64(cfg.train_end.replace("Z", ""), "ns")
+        if not t0 < te < t1:
+            raise ValueError(f"--train-end {cfg.train_end} is outside {start}..{end}")
     n_steps = int(((ds["time"] >= t0) & (ds["time"] < t1)).sum())
     if n_steps < 2:
         raise ValueError(f"the telemetry cube has {n_steps} time steps in {start}..{end}: nothing to train on")
@@ -203,6 +208,16 @@ def plan_run(store: Store, start: date, end: date, cfg: TrainConfig, nodes: list
         "run_id": rec.run_id, "previous": plan.previous,
     }, run_prefix(cfg.kind, rec.run_id), "params.json")
     return plan, rec
+
+
+def split_index(times: np.ndarray, cfg: TrainConfig) -> int:
+    """First test step: the 80/20 chronological split (RUAD Section 3.7) or the first step at/after ``train_end``."""
+    if cfg.train_end is None:
+        return chronological_split(len(times), cfg.train_fraction)
+    sp = int(np.searchsorted(times, np.datetime64(cfg.train_end.replace("Z", ""), "ns")))
+    if not 1 <= sp < len(times):
+        raise ValueError(f"--train-end {cfg.train_end} leaves no train or no test steps in the period")
+    return sp
 
 
 def _step_of(ds: Any) -> str | None:
@@ -234,7 +249,7 @@ def train_batch(plan: RunPlan | dict[str, Any], index: int) -> dict[str, Any]:
         if plan.labels is not None:
             step = times[1] - times[0] if len(times) > 1 else np.timedelta64(15, "m")
             y = label_grid(read_intervals(plan.labels), nodes, times, step, report)
-        sp = chronological_split(X.shape[1], cfg.train_fraction)
+        sp = split_index(times, cfg)
         frames, failed, curves = [], {}, {}
         for vi, (model, mode, window) in enumerate(variants(cfg, y is not None)):
             est = make_estimator(model, mode, window, cfg)

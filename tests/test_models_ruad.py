@@ -174,3 +174,21 @@ def test_detects_synthetic_anomalies(synthetic, cls, mode):
     est = cls(window=5, mode=mode, epochs=15, batch_size=64, lr=3e-3).fit(X[:, :sp], y[:, :sp])
     auc = pooled_auc(est.score_samples(X[:, sp:]), y[:, sp:])
     assert auc > 0.7, auc
+
+
+@pytest.mark.parametrize("seq", [True, False])
+def test_hand_written_bptt_matches_autograd(seq):
+    from models.batched_lstm import LSTMRecurrence, lstm_recurrence_reference
+
+    g = torch.Generator().manual_seed(0)
+    proj = torch.randn(2, 5, 12, 7, generator=g, dtype=torch.float64, requires_grad=True)
+    w = (0.5 * torch.randn(2, 12, 3, generator=g, dtype=torch.float64)).requires_grad_()
+    out = LSTMRecurrence.apply(proj, w, seq)
+    ref = lstm_recurrence_reference(proj, w, seq)
+    torch.testing.assert_close(out, ref)
+    upstream = torch.randn(out.shape, generator=g, dtype=torch.float64)
+    got = torch.autograd.grad(out, (proj, w), upstream)
+    want = torch.autograd.grad(ref, (proj, w), upstream)
+    for a, b in zip(got, want, strict=True):
+        torch.testing.assert_close(a, b)
+    assert torch.autograd.gradcheck(lambda p, ww: LSTMRecurrence.apply(p, ww, seq), (proj, w))

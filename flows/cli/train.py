@@ -28,6 +28,7 @@ def train_command(
     labels: Annotated[str | None, typer.Option(help="Anomaly intervals parquet file/dir (node, start, end[, type]).")] = None,
     node_batch: Annotated[int, typer.Option(help="Nodes trained together in one batched computation.")] = 50,
     workers: Annotated[int, typer.Option(help="Node batches trained concurrently.")] = 2,
+    train_end: Annotated[str | None, typer.Option(help="First test timestamp (UTC ISO) instead of the 80/20 split.")] = None,
     compare: Annotated[bool, typer.Option(help="Also fit the paper's comparison set (EXP, CLU, DENSE, RUAD x W).")] = False,
     no_prefect: Annotated[bool, typer.Option(help="Run without Prefect (no flow run, no artifacts).")] = False,
 ) -> None:
@@ -68,14 +69,14 @@ def train_command(
                     from tasks.store import Store
 
                     cfg = T.TrainConfig(model=model, mode=mode, window=window, epochs=epochs, node_batch=node_batch,
-                                        workers=workers, compare=compare)
+                                        workers=workers, compare=compare, train_end=train_end)
                     out = T.run_training(Store(store), s, e, cfg, node_list, labels)
                 else:
                     from flows.train import train_with_workers
 
                     out = train_with_workers(workers)(start=s, end=e, model=model, mode=mode, window=window, epochs=epochs,
                                                       nodes=node_list, labels=labels, node_batch=node_batch, workers=workers,
-                                                      threads=1, compare=compare, store=store)
+                                                      threads=1, compare=compare, train_end=train_end, store=store)
             except ValueError as err:
                 raise UserError(str(err)) from None
     finally:
