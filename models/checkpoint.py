@@ -182,7 +182,7 @@ def expected_cost(
 
 
 # --------------------------------------------------------------------------- Algorithm 1, vectorised
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=128)
 def _multiples_matrix(g: int) -> sp.csr_matrix:
     """CSR ``A`` (g x g) with ``A[k-1, m-1] = 1`` iff ``m`` is a multiple of ``k`` (1-based)."""
     k = np.arange(1, g + 1)
@@ -259,14 +259,21 @@ def _cost_grid_gs(
     mu = truncated_mean(t, m, w)
     # E_C = mu - tau (n P(t) - sums) + n t_c (1 - P(t)) + R P(t)
     #     = mu + R P(t) + tau * sums + n (t_c - t_u P(t))            with tau = t_u - t_c
+    # in-place on two (G, S) buffers: fresh large temporaries cost more than the arithmetic
     n = np.multiply.outer(1.0 / k, t_steps * (1 + _EPS))
     np.floor(n, out=n)
-    n *= tc[None, :] - np.multiply.outer(period, pt)
-    sums *= np.subtract.outer(period, tc)
+    buf = np.multiply.outer(period, pt)
+    np.subtract(tc[None, :], buf, out=buf)
+    n *= buf
+    np.subtract.outer(period, tc, out=buf)
+    sums *= buf
     sums += n
-    sums += mu + r * pt
-    valid = (np.subtract.outer(period, tc) > _EPS) & (period[:, None] <= (t - tc)[None, :] * (1 + _EPS))
-    sums[~valid] = np.inf
+    sums += (mu + r * pt)[None, :]
+    k_lo = np.floor(tc / step_h * (1 + _EPS)) + 1  # first k with t_u > t_c
+    k_hi = np.floor((t - tc) / step_h * (1 + _EPS))  # last k with t_u <= t - t_c
+    invalid = np.less.outer(k, k_lo)
+    invalid |= np.greater.outer(k, k_hi)
+    sums[invalid] = np.inf
     return period, sums
 
 
@@ -278,12 +285,13 @@ def aware_interval(
     restart_h: np.typing.ArrayLike = 0.0,
     step_h: float = GRID_STEP_H,
     extra_tau_h: np.typing.ArrayLike | None = None,
-    batch: int = 128,
+    batch: int | None = None,
 ) -> AwareIntervals:
     """Algorithm 1 (Frank, sec. 3.3.2): the ``t_u`` on the one-minute grid minimising eq. 3.8.
 
     Vectorised over S shapes (inputs broadcast to one shape vector), processed in batches of
-    ``batch`` shapes to bound memory. "Never checkpoint" (``tau = inf``, cost ``mu^t + R P(t)``) is a
+    ``batch`` shapes sorted by runtime (default 16-32) to bound memory and grid padding.
+    "Never checkpoint" (``tau = inf``, cost ``mu^t + R P(t)``) is a
     candidate and wins if strictly cheaper (or if the best period exceeds the runtime, which takes no
     checkpoint and costs the same); ties on the grid go to the shortest period, as in
     Algorithm 1's strict ``<``. ``extra_tau_h`` (shape (S, E)) adds candidate intervals, e.g. Young's
@@ -292,6 +300,8 @@ def aware_interval(
     t, tc, m, w = (a.ravel() for a in validate_job(runtime_h, ckpt_cost_h, mtbf_h, shape))
     r = np.broadcast_to(_nonnegative("restart cost", restart_h), t.shape).ravel().astype(float)
     s = t.size
+    if batch is None:  # small batches of similar runtimes: each batch's grid is close to its own runtimes
+        batch = int(np.clip(s // 16, 16, 32))
     out_tu = np.empty(s)
     out_cost = np.empty(s)
     order = np.argsort(t, kind="stable")  # batch similar runtimes together: less padding of the grid
