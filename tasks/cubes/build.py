@@ -102,9 +102,12 @@ def dask_client(address: str | None = None, n_workers: int = 2, processes: bool 
 # ----------------------------------------------------------------------------- task bodies (run on workers)
 def _scan_split(url: str, slab: Any, day: date, step: pd.Timedelta, nodes: dict[str, int], metrics: dict[str, int],
                 node_chunk: int) -> tuple[list[WindowStats], ScanReport]:
+    t0 = time.perf_counter()
     stats, rep, time_major = scan_slab(Store(url), slab, day, step, nodes, metrics)
     grid = (len(nodes), int(pd.Timedelta("1D") / step), len(metrics))
-    return split_by_batch(stats, node_chunk, grid, time_major), rep
+    parts = split_by_batch(stats, node_chunk, grid, time_major)
+    rep.seconds = time.perf_counter() - t0
+    return parts, rep
 
 
 def _batch_of(scan: tuple[list[WindowStats], ScanReport], b: int) -> WindowStats:
@@ -115,14 +118,17 @@ def _report_of(scan: tuple[list[WindowStats], ScanReport]) -> ScanReport:
     return scan[1]
 
 
-def _merge_write_telemetry(url: str, step: str, geo: Geometry, region: Region, *parts: WindowStats) -> tuple[int, int]:
+def _merge_write_telemetry(
+    url: str, step: str, geo: Geometry, region: Region, *parts: WindowStats
+) -> tuple[int, int, float]:
+    t0 = time.perf_counter()
     spec = spec_for(TELEMETRY, step)
     stats = merge_all(list(parts))
     sl = region.node_slice(geo.node_chunk, len(geo.nodes))
     arrays = stats.finalize((sl.stop - sl.start, spec.steps_per_day("time"), len(geo.metrics)))
     write_region(Store(url), spec, geo, region, arrays)
     has = arrays["count"] > 0
-    return int(has.any(axis=(1, 2)).sum()), int(has.sum())
+    return int(has.any(axis=(1, 2)).sum()), int(has.sum()), time.perf_counter() - t0
 
 
 def _count_syslog(url: str, files: list[str], day: date, nodes: dict[str, int]) -> tuple[np.ndarray, np.ndarray, ScanReport]:
@@ -131,12 +137,13 @@ def _count_syslog(url: str, files: list[str], day: date, nodes: dict[str, int]) 
 
 def _write_syslog(
     url: str, geo: Geometry, region: Region, counts: tuple[np.ndarray, np.ndarray, ScanReport]
-) -> tuple[int, int]:
+) -> tuple[int, int, float]:
+    t0 = time.perf_counter()
     sl = region.node_slice(geo.node_chunk, len(geo.nodes))
     coarse, fine = counts[0][sl], counts[1][sl]
     write_region(Store(url), spec_for(SYSLOG), geo, region, {"lines": coarse, "lines_1min": fine})
     per_window = coarse.sum(axis=2) > 0
-    return int(per_window.any(axis=1).sum()), int(per_window.sum())
+    return int(per_window.any(axis=1).sum()), int(per_window.sum()), time.perf_counter() - t0
 
 
 def _syslog_report(counts: tuple[np.ndarray, np.ndarray, ScanReport]) -> ScanReport:
@@ -185,9 +192,12 @@ def build_days(
     day_files = {d: fs for d, fs in day_files.items() if fs}
     if not day_files:
         return results
+    t_setup = time.perf_counter()
     topo = read_topology(store)
     nodes, metrics, bad = _axes(client, store, kind, day_files)
+    t_axes = time.perf_counter()
     geo = ensure_cube(store, spec, list(day_files), nodes | set(topo), topo, metrics, node_batch, epoch)
+    setup = {"axes_scan_s": round(t_axes - t_setup, 3), "ensure_cube_s": round(time.perf_counter() - t_axes, 3)}
     n_nodes = len(geo.nodes)
     node_idx, metric_idx = geo.node_index, geo.metric_index
     url = store.url
@@ -208,7 +218,8 @@ def build_days(
             "day": day.isoformat(), "cube": spec.key, "inputs": input_fingerprint(store, files), **rep.as_dict(),
             "nodes": n_nodes, "nodes_with_data": with_data, "metrics": len(geo.metrics),
             "step_seconds": int(spec.steps[first].total_seconds()), "windows": windows,
-            "windows_with_data": sum(w[1] for w in written),
+            "windows_with_data": sum(w[1] for w in written), "write_task_s": round(sum(w[2] for w in written), 3),
+            "build_setup": setup,
             "run_id": run_id, "regions": len(writes),
         }
         write_marker(store, spec, day, payload)

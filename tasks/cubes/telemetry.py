@@ -139,6 +139,7 @@ class ScanReport:
     rows_read: int = 0
     rows_used: int = 0
     dropped: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
 
     def drop(self, reason: str, n: int) -> None:
         """Count ``n`` rows dropped for ``reason``."""
@@ -147,14 +148,16 @@ class ScanReport:
 
     def merge(self, other: ScanReport) -> ScanReport:
         """Sum of two reports."""
-        out = ScanReport(self.rows_read + other.rows_read, self.rows_used + other.rows_used, dict(self.dropped))
+        out = ScanReport(self.rows_read + other.rows_read, self.rows_used + other.rows_used, dict(self.dropped),
+                         self.seconds + other.seconds)
         for k, v in other.dropped.items():
             out.drop(k, v)
         return out
 
     def as_dict(self) -> dict[str, object]:
         """JSON-friendly form."""
-        return {"rows_read": self.rows_read, "rows_used": self.rows_used, "dropped": dict(sorted(self.dropped.items()))}
+        return {"rows_read": self.rows_read, "rows_used": self.rows_used, "dropped": dict(sorted(self.dropped.items())),
+                "scan_task_s": round(self.seconds, 3)}
 
 
 def plan_slabs(store: Store, files: list[str], slab_rows: int = DEFAULT_SLAB_ROWS) -> list[Slab]:
