@@ -140,8 +140,8 @@ def nagios_and_tickets(sched: Schedule, day: int) -> tuple[str, str]:
         if t0 <= x.t_up + 60 < t1:
             lines.append((x.t_up + 60, f"HOST ALERT: {names[x.node]};UP;HARD;1;PING OK - Packet loss = 0%, RTA = 0.21 ms"))
     episodes: list[tuple[int, float, float, str, bool, str]] = []
-    for k, a in enumerate(sched.anomalies.itertuples()):
-        g = rng(cfg.seed, "alerts", int(a.node), k % 100000)
+    for a in sched.anomalies.itertuples():
+        g = rng(cfg.seed, "alerts", int(a.event_id))
         if g.random() < cfg.alert_detect_prob:
             onset = a.start + (a.end - a.start) * (0.6 if a.type == "memory_leak" else 0.1)
             episodes.append((int(a.node), onset, a.end, SERVICES[a.type], False, a.type))

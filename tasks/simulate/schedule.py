@@ -8,6 +8,7 @@ many days are requested.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,6 +30,7 @@ from tasks.simulate.topology import Topology, build_topology
 from tasks.simulate.workload import Jobs, schedule_jobs
 
 EVENT_MARGIN_S = 2 * 86400
+_INDEX_LOCK = threading.Lock()
 
 
 @dataclass
@@ -53,13 +55,7 @@ class Schedule:
         """Per-node event bundles (:class:`tasks.simulate.telemetry.NodeEvents`) for rendering ``nodes``."""
         from tasks.simulate.telemetry import JOB_LEVELS, NodeEvents
 
-        if not hasattr(self, "_pairs"):
-            self._pairs = self.node_pairs()
-            self._pair_node = self._pairs["node"].to_numpy()
-            self._an = {k: list(v.itertuples(index=False, name=None)) for k, v in self.anomalies.groupby("node")}
-            self._fl = {k: v for k, v in self.failures.groupby("node")}
-            self._rb = {k: v for k, v in self.reboots.groupby("node")}
-            self._og = {k: v for k, v in self.outages.groupby("node")}
+        self._index()
         jt = self.jobs.table
         levels = jt[list(JOB_LEVELS)].to_numpy()
         ids = jt["job_id"].to_numpy()
@@ -89,16 +85,30 @@ class Schedule:
                 boots += list(r["t_up"])
             og = self._og.get(n)
             outs = list(zip(og["start"], og["end"], strict=True)) if og is not None else []
-            an = [(s, e, t, p) for _, s, e, t, p in self._an.get(n, [])]
+            an = self._an.get(n, [])
             out.append(NodeEvents(pr["start"].to_numpy(), pr["end"].to_numpy(), lv, ids[rows], an, prec, down,
                                   np.sort(np.asarray(boots, dtype=float)), outs))
         return out
 
-    def node_downs(self, n: int) -> tuple[list, list]:
-        """(failures, admin reboots) of node ``n`` as lists of namedtuples (cached per schedule)."""
-        if not hasattr(self, "_downs"):
+    def _index(self) -> None:
+        """Build per-node lookups once (thread-safe: Dask threads render batches concurrently)."""
+        with _INDEX_LOCK:
+            if getattr(self, "_ready", False):
+                return
+            self._pairs = self.node_pairs()
+            self._pair_node = self._pairs["node"].to_numpy()
+            cols = ["start", "end", "type", "param"]
+            self._an = {k: list(v[cols].itertuples(index=False, name=None)) for k, v in self.anomalies.groupby("node")}
+            self._fl = {k: v for k, v in self.failures.groupby("node")}
+            self._rb = {k: v for k, v in self.reboots.groupby("node")}
+            self._og = {k: v for k, v in self.outages.groupby("node")}
             self._downs = ({k: list(v.itertuples()) for k, v in self.failures.groupby("node")},
                            {k: list(v.itertuples()) for k, v in self.reboots.groupby("node")})
+            self._ready = True
+
+    def node_downs(self, n: int) -> tuple[list, list]:
+        """(failures, admin reboots) of node ``n`` as lists of namedtuples."""
+        self._index()
         return self._downs[0].get(n, []), self._downs[1].get(n, [])
 
     def node_pairs(self) -> pd.DataFrame:
@@ -192,6 +202,9 @@ def build_schedule(cfg: SimConfig, n_days: int) -> Schedule:
                 cl.append((n, a, a + cfg.slurmd_timeout_s, b))
     connloss = pd.DataFrame(cl, columns=["node", "start", "detect", "end"])
     anomalies = all_anomalies(cfg, topo, t_ev)
+    # stable ids: per-node sequence numbers never change when the horizon grows (new events come later)
+    anomalies["event_id"] = anomalies["node"].astype(np.int64) * 1_000_000 + anomalies.groupby("node").cumcount()
+    fails["event_id"] = fails["node"].astype(np.int64) * 1_000_000 + fails.groupby("node").cumcount()
     outages = _outages(cfg, topo, t_ev)
     fp = _fp_alerts(cfg, cfg.n_nodes, t_ev)
     # scheduler inputs

@@ -55,26 +55,37 @@ def _day_prefix(epoch_s: int, day: int):  # noqa: ANN202 - returns a formatter c
 
 
 class _Filler:
-    """Random placeholder values for templates (one generator per render call)."""
+    """Random placeholder values for templates, drawn in blocks (one generator per render call)."""
+
+    BLOCK = 4096
 
     def __init__(self, g: np.random.Generator, node: str, epoch_s: int):
         self.g = g
         self.node = node
         self.epoch_s = epoch_s
+        self._buf: list[list[int]] = []
+        self._i = 0
+
+    def _row(self) -> list[int]:
+        if self._i >= len(self._buf):
+            hi = np.array([30000, 65000, 2, 2**48, 150, 8, 254, len(NAMES)], dtype=np.int64)
+            self._buf = (self.g.integers(0, 2**62, (self.BLOCK, len(hi))) % hi).tolist()
+            self._i = 0
+        self._i += 1
+        return self._buf[self._i - 1]
 
     def fill(self, tpl: str, t: float, job: int = 0, uid: int = 0, name: str | None = None) -> str:
-        g = self.g
+        """``tpl`` with its placeholders filled."""
         if "{" not in tpl:
             return tpl
-        u = int(uid or 10000 + g.integers(150))
-        return tpl.format(
-            a=int(g.integers(1, 30000)), b=int(g.integers(1024, 65000)), c=int(g.integers(0, 2)),
-            h=f"{int(g.integers(0, 2**48)):012x}", u=f"u{u - 10000:04d}", uid=u,
-            ip=f"10.10.{g.integers(0, 8)}.{g.integers(1, 254)}",
-            n=self.node, j=job, name=name or NAMES[int(g.integers(len(NAMES)))],
-            date=datetime.fromtimestamp(self.epoch_s + t, tz=UTC).strftime("%a %Y-%m-%d %H:%M:%S +0000"))
+        a, b, c, h, us, o3, o4, nm = self._row()
+        u = int(uid or 10000 + us)
+        date = datetime.fromtimestamp(self.epoch_s + t, tz=UTC).strftime("%a %Y-%m-%d %H:%M:%S +0000") if "{date}" in tpl else ""
+        return tpl.format(a=a + 1, b=b + 1024, c=c, h=f"{h:012x}", u=f"u{u - 10000:04d}", uid=u, ip=f"10.10.{o3}.{o4 + 1}",
+                          n=self.node, j=job, name=name or NAMES[nm], date=date)
 
 
+@functools.lru_cache(maxsize=65536)
 def _pid(node: int, app: str) -> int:
     return 1000 + (hash_str(app) * 7919 + node * 104729) % 60000
 
@@ -106,10 +117,11 @@ def render_rack(sched: Schedule, events: list[NodeEvents], nodes: np.ndarray, da
     users = jt["user"].to_numpy()
     states = jt["state"].to_numpy()
     names = jt["name"].to_numpy()
+    f = _Filler(g, "", epoch)
     for n, ev in zip(nodes, events, strict=True):
         n = int(n)
         host = sched.topo.names[n]
-        f = _Filler(g, host, epoch)
+        f.node = host
         lines: list[tuple[float, str, int, int, str]] = []  # t, app, fac, sev, msg
         factor = float(np.exp(rng(cfg.seed, "heterogeneity", n).normal(0, 0.5)))
         k = g.poisson(cfg.syslog_lines_per_node_day * factor)

@@ -61,6 +61,8 @@ class NodeTraits:
     bias: np.ndarray  # sensor bias degC
     cscale: np.ndarray  # (B, C) counter scale
     uptime0: np.ndarray  # seconds up before the epoch
+    sock_imb: np.ndarray  # socket 0 vs 1 utilisation imbalance
+    fan_mult: np.ndarray  # (B, 6) per-fan speed multiplier
 
 
 def node_traits(seed: int, nodes: np.ndarray, racks: np.ndarray) -> NodeTraits:
@@ -71,7 +73,7 @@ def node_traits(seed: int, nodes: np.ndarray, racks: np.ndarray) -> NodeTraits:
         rg = rng(seed, "heterogeneity", 10**6 + int(r))
         vals.append((g.uniform(35, 55), g.uniform(170, 240), g.uniform(0.12, 0.2), g.uniform(3800, 4600), g.uniform(180, 320),
                      rg.uniform(19.0, 24.0) + g.normal(0, 0.4), g.normal(0, 0.8), g.uniform(0.8, 1.25, len(COUNTERS)),
-                     g.uniform(2, 60) * 86400.0))
+                     g.uniform(2, 60) * 86400.0, g.normal(0, 0.04), 1 + 0.03 * g.standard_normal(6)))
     cols = list(zip(*vals, strict=True))
     return NodeTraits(*(np.asarray(c, dtype=float) for c in cols))
 
@@ -253,7 +255,7 @@ def _gauges(seed: int, sched: Schedule, tr: NodeTraits, events: list[NodeEvents]
                 lockup[b] = np.maximum(lockup[b], r)
     nz = g.standard_normal
     out: dict[str, np.ndarray] = {}
-    s_imb = np.stack([1 + 0.04 * nz((B, 1)), 1 - 0.04 * nz((B, 1))])
+    s_imb = np.stack([1 + tr.sock_imb[:, None], 1 - tr.sock_imb[:, None]])
     sock_util = np.clip(util[None] * s_imb + 0.01 * nz((2, B, Tw)), 0, 1)
     iow = np.clip(0.002 + 0.05 * io + 0.25 * slow + 0.01 * np.abs(nz((B, Tw))), 0, 0.9)
     throttle = 1 - 0.35 * fan_fail - 0.2 * mce
@@ -296,7 +298,7 @@ def _gauges(seed: int, sched: Schedule, tr: NodeTraits, events: list[NodeEvents]
     out["temp_cpu0"], out["temp_cpu1"] = temps
     tmax = np.maximum(temps[0], temps[1])
     fan = tr.fan_base[:, None] + tr.fan_gain[:, None] * np.maximum(tmax - 45, 0)
-    fans = np.clip(fan[None] * (1 + 0.03 * nz((6, B, 1))) + 40 * nz((6, B, Tw)), 0, 19000)
+    fans = np.clip(fan[None] * tr.fan_mult.T[:, :, None] + 40 * nz((6, B, Tw)), 0, 19000)
     for f in range(6):
         dead = fan_fail * (fan_idx[:, None] == f)
         fans[f] = fans[f] * (1 - dead) + dead * np.abs(150 * nz((B, Tw)))

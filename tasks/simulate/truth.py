@@ -74,7 +74,7 @@ def _overlap(df: pd.DataFrame, a: str, b: str, t0: float, t1: float) -> pd.DataF
 def anomalies_table(sched: Schedule, day: int) -> pa.Table:
     """Anomaly intervals overlapping ``day``: event_id, node, start, end, type."""
     t0, t1 = day * 86400.0, (day + 1) * 86400.0
-    df = sched.anomalies.reset_index().rename(columns={"index": "event_id"})
+    df = sched.anomalies
     df = _overlap(df, "start", "end", t0, t1)
     ep = sched.cfg.epoch_s
     return pa.table({"event_id": pa.array(df["event_id"].to_numpy(np.int64)),
@@ -85,7 +85,7 @@ def anomalies_table(sched: Schedule, day: int) -> pa.Table:
 def failures_table(sched: Schedule, day: int) -> pa.Table:
     """Failures whose down interval [t_fail, t_up) overlaps ``day``: crash, detect, boot, up times and cause."""
     t0, t1 = day * 86400.0, (day + 1) * 86400.0
-    df = sched.failures.reset_index().rename(columns={"index": "event_id"})
+    df = sched.failures
     df = _overlap(df, "t_fail", "t_up", t0, t1)
     ep = sched.cfg.epoch_s
     frail = set(sched.frail.tolist())
@@ -103,7 +103,7 @@ def failures_table(sched: Schedule, day: int) -> pa.Table:
 def precursors_table(sched: Schedule, day: int) -> pa.Table:
     """Precursor windows [start, failure) overlapping ``day`` with their kind and the failure's event_id."""
     t0, t1 = day * 86400.0, (day + 1) * 86400.0
-    df = sched.failures.reset_index().rename(columns={"index": "event_id"})
+    df = sched.failures
     df = df[df["precursor_start"].notna()]
     df = _overlap(df, "precursor_start", "t_fail", t0, t1)
     ep = sched.cfg.epoch_s

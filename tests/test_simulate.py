@@ -1,0 +1,286 @@
+"""Simulator tests: formats parse with standard libraries, determinism, statistical properties."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from scipy import stats
+
+from schemas.names import is_valid_node_name
+from tasks.simulate.cluster import load_state, simulate
+from tasks.simulate.config import SimConfig
+from tasks.simulate.hostlist import compress, expand
+from tasks.simulate.metrics import COUNTERS, METRIC_NAMES, METRICS
+from tasks.simulate.schedule import build_schedule
+from tasks.simulate.truth import STATES
+
+RFC5424 = re.compile(r"^<(\d{1,3})>1 (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00) (\S+) (\S+) (\d+) - - (.*)$")
+RFC3164 = re.compile(r"^<(\d{1,3})>([A-Z][a-z]{2}) ([ \d]\d) (\d\d:\d\d:\d\d) (\S+) ([^\[\s]+)\[(\d+)\]: (.*)$")
+NAGIOS = re.compile(r"^\[(\d+)\] (SERVICE ALERT: [^;]+;[^;]+;(OK|WARNING|CRITICAL|UNKNOWN);(SOFT|HARD);\d+;.*|"
+                    r"HOST ALERT: [^;]+;(UP|DOWN|UNREACHABLE);(SOFT|HARD);\d+;.*|LOG ROTATION: DAILY|LOG VERSION: 2\.0)$")
+
+SMALL = dict(n_nodes=48, nodes_per_rack=24, step_s=300, load_scale=3.0, racks_per_row=1, misconfig_rack=1, misconfig_start_day=1,
+             ldms_racks=(0,),
+             syslog_rfc5424_rows=(0,), node_mtbf_days=5.0, rack_events_per_year=200.0, maint_period_days=2,
+             syslog_lines_per_node_day=100.0, workers=1, scheduler="synchronous")
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory) -> tuple[SimConfig, Path]:
+    """Two days of a 48-node cluster (5-min step) with frequent failures, rack events and maintenance."""
+    cfg = SimConfig(**SMALL)
+    out = tmp_path_factory.mktemp("sim")
+    simulate(cfg, out, [0, 1])
+    return cfg, out
+
+
+def test_metric_catalogue_has_50_plus_metrics_with_kinds():
+    assert len(METRICS) >= 50
+    assert len(set(METRIC_NAMES)) == len(METRIC_NAMES)
+    assert {m.kind for m in METRICS} == {"gauge", "counter"}
+    must = {"cpu0_load", "mem_used", "power_node", "temp_inlet", "fan0_rpm", "net_rx_bytes", "ib_errors", "lustre_ops"}
+    assert must <= set(METRIC_NAMES)
+
+
+def test_hostlist_roundtrip():
+    names = ["cn0001", "cn0002", "cn0003", "cn0004", "cn0017"]
+    assert compress(names) == "cn[0001-0004,0017]"
+    assert expand("cn[0001-0004,0017]") == names
+    assert compress(["cn0123"]) == "cn0123"
+
+
+def test_config_rejects_bad_values():
+    with pytest.raises(ValueError, match="step_s"):
+        SimConfig(step_s=7)
+    with pytest.raises(ValueError, match="anomaly_share"):
+        SimConfig(anomaly_share=0.9)
+    with pytest.raises(ValueError, match="n_nodes"):
+        SimConfig(n_nodes=10000)
+
+
+def test_config_json_roundtrip():
+    cfg = SimConfig(**SMALL)
+    assert SimConfig.from_json(cfg.to_json()) == cfg
+
+
+def test_telemetry_parquet_schema_and_ranges(small_run):
+    cfg, out = small_run
+    files = sorted((out / "telemetry/long").rglob("*.parquet"))
+    assert len(files) == 2  # rack 1 x 2 days (rack 0 goes to LDMS)
+    steps = 86400 // cfg.step_s
+    t = pq.read_table(files[0])
+    assert t.schema.field("timestamp").type == pa.timestamp("ns", tz="UTC")
+    assert t.schema.field("node").type == pa.string() and t.schema.field("metric").type == pa.string()
+    assert t.schema.field("value").type == pa.float64()
+    df = t.to_pandas()
+    assert set(df["metric"].unique()) == set(METRIC_NAMES)
+    assert all(is_valid_node_name(n) for n in df["node"].unique())
+    for m in METRICS:
+        v = df.loc[df["metric"] == m.name, "value"]
+        assert v.between(m.lo, m.hi).all(), m.name
+    assert not df.duplicated(["timestamp", "node", "metric"]).any()
+    # gaps exist (collector outages / down nodes) but are a small share
+    per_node = df.groupby("node")["timestamp"].nunique()
+    assert per_node.max() <= steps and per_node.mean() > 0.6 * steps and per_node.min() < steps
+
+
+def test_counters_monotonic_between_reboots_and_continuous_across_midnight(small_run):
+    cfg, out = small_run
+    df = pd.concat([pq.read_table(f).to_pandas() for f in sorted((out / "telemetry/long").rglob("*.parquet"))])
+    boots = pd.concat([pq.read_table(f).to_pandas() for f in (out / "truth/failures").rglob("*.parquet")])
+    sched = build_schedule(cfg, 2)
+    reboots = set()
+    for x in pd.concat([sched.failures, sched.reboots]).itertuples():
+        reboots.add(int(x.node))
+    del boots
+    c = df[df["metric"].isin(COUNTERS)].sort_values(["node", "metric", "timestamp"])
+    d = c.groupby(["node", "metric"])["value"].diff()
+    bad = c[d < 0]
+    # decreases only on rebooted nodes (counter reset)
+    assert set(bad["node"].map(lambda n: int(n[2:]) - 1)) <= reboots
+    never = c[~c["node"].map(lambda n: int(n[2:]) - 1).isin(reboots)]
+    assert (never.groupby(["node", "metric"])["value"].diff().dropna() >= 0).all()
+
+
+def test_ldms_csv_parses(small_run):
+    cfg, out = small_run
+    f = sorted((out / "telemetry/ldms").rglob("*.csv"))[0]
+    with open(f, newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0][:5] == ["#Time", "Time_usec", "ProducerName", "component_id", "job_id"]
+    assert rows[0][5:] == list(METRIC_NAMES)
+    for r in rows[1:200]:
+        assert len(r) == len(rows[0])
+        sec, frac = r[0].split(".")
+        assert len(frac) == 6 and int(frac) == int(r[1])
+        assert is_valid_node_name(r[2])
+        float(r[5])
+    times = [float(r[0]) for r in rows[1:]]
+    assert times == sorted(times)
+
+
+def test_syslog_lines_match_rfc(small_run):
+    cfg, out = small_run
+    logs = sorted((out / "syslog").rglob("*.log"))
+    assert {p.name for p in logs} == {"r00.log", "r01.log", "mgmt.log"}
+    n = 0
+    for p in logs:
+        rx = RFC5424 if p.name in ("r00.log", "mgmt.log") else RFC3164
+        for line in p.read_text(encoding="utf-8").splitlines():
+            m = rx.match(line)
+            assert m, f"{p}: {line!r}"
+            assert 0 <= int(m.group(1)) <= 191
+            n += 1
+    assert n > 48 * 2 * 50
+    text = "\n".join(p.read_text() for p in logs)
+    assert "not responding, setting DOWN" in text and "now responding" in text
+    assert "Startup finished in" in text and "Linux version" in text
+
+
+def test_syslog_has_many_heavy_tailed_templates(small_run):
+    from tasks.simulate.syslog_templates import BACKGROUND, EVENT
+
+    assert len(BACKGROUND) + sum(len(v) for v in EVENT.values()) >= 200
+    from tasks.simulate.syslog import BG_PROBS
+
+    top = np.sort(BG_PROBS)[::-1]
+    assert top[:10].sum() > 0.4 and top[-100:].sum() < 0.1
+
+
+def test_sacct_and_swf_parse(small_run):
+    cfg, out = small_run
+    sacct = (out / "jobs/sacct/date=2026-01-02/sacct.txt").read_text().splitlines()
+    head = sacct[0].split("|")
+    assert head[:3] == ["JobID", "JobIDRaw", "JobName"] and "NodeList" in head and "State" in head
+    states = set()
+    for line in sacct[1:]:
+        f = dict(zip(head, line.split("|"), strict=True))
+        states.add(f["State"].split(" ")[0])
+        assert re.fullmatch(r"\d+(\.(batch|extern))?", f["JobID"])
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", f["End"])
+        assert re.fullmatch(r"(\d+-)?\d\d:\d\d:\d\d", f["Elapsed"])
+        if f["NodeList"] != "None assigned":
+            assert all(is_valid_node_name(n) for n in expand(f["NodeList"]))
+    assert "COMPLETED" in states
+    swf = (out / "jobs/swf/date=2026-01-02/jobs.swf").read_text().splitlines()
+    body = [x for x in swf if not x.startswith(";")]
+    assert body and all(len(x.split()) == 18 for x in body)
+
+
+def test_node_fail_jobs_exist_over_horizon():
+    cfg = SimConfig(**SMALL)
+    s = build_schedule(cfg, 4)
+    st = s.jobs.table["state"].value_counts()
+    assert st.get("NODE_FAIL", 0) > 0 and st.get("TIMEOUT", 0) > 0 and st.get("CANCELLED", 0) > 0
+
+
+def test_nagios_and_tickets(small_run):
+    cfg, out = small_run
+    for p in (out / "alerts/nagios").rglob("*.log"):
+        for line in p.read_text().splitlines():
+            assert NAGIOS.match(line), line
+    tickets = pd.concat([pd.read_csv(p) for p in (out / "alerts/tickets").rglob("*.csv")])
+    assert set(tickets["resolution"]) <= {"Fixed", "False Positive"}
+    assert (tickets["false_positive"] == (tickets["resolution"] == "False Positive")).all()
+
+
+def test_reservations_and_topology(small_run):
+    cfg, out = small_run
+    res = pd.concat([pd.read_csv(p) for p in (out / "reservations").rglob("*.csv")])
+    assert res["Flags"].str.contains("MAINT").all() and len(res) > 0
+    topo = pd.read_csv(out / "topology/topology.csv")
+    assert list(topo.columns) == ["node", "rack", "row", "chassis", "position", "architecture"]
+    assert len(topo) == 48 and topo["node"].map(is_valid_node_name).all()
+
+
+def test_state_timeline_tiles_each_day(small_run):
+    cfg, out = small_run
+    st = pq.read_table(out / "truth/states/date=2026-01-01/part.parquet").to_pandas()
+    assert set(st["state"]) <= set(STATES)
+    dur = (st["end"] - st["start"]).dt.total_seconds().groupby(st["node"]).sum()
+    assert len(dur) == 48 and np.allclose(dur, 86400)
+    assert {"IDLE", "JOB_RUNNING", "ADMIN_RESV"} <= set(st["state"]) or {"IDLE", "JOB_RUNNING"} <= set(st["state"])
+
+
+def test_failed_node_is_silent_while_down(small_run):
+    cfg, out = small_run
+    f = pq.read_table(out / "truth/failures/date=2026-01-01/part.parquet").to_pandas()
+    tel = pd.concat([pq.read_table(p).to_pandas() for p in (out / "telemetry/long/date=2026-01-01").glob("*.parquet")])
+    tel = tel[tel["metric"] == "power_node"]
+    m = f.merge(tel, on="node")
+    assert len(m) > 0
+    inside = (m["timestamp"] >= m["start"]) & (m["timestamp"] < m["end"])
+    assert not inside.any(), m[inside].head()
+    # and the node does report outside its down interval
+    assert (~inside).sum() > 0
+
+
+def test_determinism_same_day_same_bytes_regardless_of_range(tmp_path):
+    cfg = SimConfig(**SMALL)
+    a, b = tmp_path / "a", tmp_path / "b"
+    simulate(cfg, a, [0, 1, 2])
+    simulate(cfg, b, [1])
+    fa = {p.relative_to(a): p for p in a.rglob("*") if p.is_file() and "date=2026-01-02" in str(p)}
+    fb = {p.relative_to(b): p for p in b.rglob("*") if p.is_file() and "date=2026-01-02" in str(p)}
+    assert fa.keys() == fb.keys() and len(fa) > 10
+    for k in fa:
+        assert hashlib.sha256(fa[k].read_bytes()).digest() == hashlib.sha256(fb[k].read_bytes()).digest(), k
+    cfg2, days = load_state(b)
+    assert cfg2 == cfg and days == [1]
+
+
+def test_weibull_shape_recovered_from_failures():
+    cfg = SimConfig(n_nodes=60, nodes_per_rack=20, node_mtbf_days=10.0, failure_weibull_shape=0.75, frail_nodes=2)
+    from tasks.simulate.failures import frail_nodes, merge_down_intervals, node_renewal_failures
+
+    frail = set(frail_nodes(cfg).tolist())
+    gaps = []
+    for n in range(cfg.n_nodes):
+        if n in frail:
+            continue
+        f = merge_down_intervals(node_renewal_failures(cfg, n, False, 3000 * 86400.0))
+        f = f[~f["correlated"]]
+        gaps.append(f["t_fail"].to_numpy()[1:] - f["t_up"].to_numpy()[:-1])
+    g = np.concatenate(gaps)
+    assert len(g) > 5000
+    k, _, scale = stats.weibull_min.fit(g, floc=0)
+    assert abs(k - 0.75) < 0.04
+    assert abs(g.mean() / 86400 - 10.0) < 1.0
+
+
+def test_anomaly_share_close_to_configured():
+    cfg = SimConfig(n_nodes=200, anomaly_share=0.02, misconfig_rack=-1)
+    from tasks.simulate.anomalies import all_anomalies
+    from tasks.simulate.topology import build_topology
+
+    horizon = 400 * 86400.0
+    a = all_anomalies(cfg, build_topology(cfg), horizon)
+    covered = (a["end"].clip(0, horizon) - a["start"].clip(0, horizon)).sum()
+    share = covered / (cfg.n_nodes * horizon)
+    assert abs(share - 0.02) < 0.004
+    assert set(a["type"]) == {"memory_leak", "cpu_hog", "thermal_fan_failure", "network_degradation", "disk_slowdown"}
+
+
+def test_physical_correlations(small_run):
+    cfg, out = small_run
+    df = pq.read_table(sorted((out / "telemetry/long").rglob("*.parquet"))[0]).to_pandas()
+    w = df.pivot_table(index=["node", "timestamp"], columns="metric", values="value")
+    corr = {k: [] for k in ("power", "temp", "fan")}
+    for _, g in w.groupby(level="node"):
+        if g["cpu0_user"].std() < 5:  # only nodes that ran jobs (idle nodes: noise only)
+            continue
+        corr["power"].append(np.corrcoef(g["cpu0_user"], g["power_cpu"])[0, 1])
+        corr["temp"].append(np.corrcoef(g["power_cpu"], g["temp_cpu0"])[0, 1])
+        corr["fan"].append(np.corrcoef(g["temp_cpu0"], g["fan0_rpm"])[0, 1])
+    assert len(corr["power"]) >= 3
+    assert np.median(corr["power"]) > 0.9
+    assert np.median(corr["temp"]) > 0.7
+    assert np.median(corr["fan"]) > 0.5
