@@ -247,6 +247,11 @@ def main() -> None:
             (a_, b_), t_ = timed(parse_and_check, str(f), repeat=args.repeat)
             n1, bad1, t1 = n1 + a_, bad1 + b_, t1 + t_
         print(f"parse+checks 1 process: {n1:,} values in {t1:.2f} s = {n1 / t1 / 1e6:.2f} M values/s ({bad1:,} rejected/failing)")
+        c0 = time.process_time()
+        for f in files:
+            parse_and_check(str(f))
+        cpu = time.process_time() - c0
+        print(f"parse+checks CPU time (all threads of this process): {cpu:.2f} s = {n1 / cpu / 1e6:.2f} M values per CPU-second")
         if w > 1:
             (n2, bad2), t2 = timed(parse_parallel, files, w, repeat=args.repeat)
             print(f"parse+checks {w} processes: {n2:,} values in {t2:.2f} s = {n2 / t2 / 1e6:.2f} M values/s")
