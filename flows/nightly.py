@@ -1,0 +1,398 @@
+"""Prefect flows ``nightly(day)`` and ``backfill(start, end)``: the product users run every night.
+
+``nightly``: [demo: simulate the next day into the inbox] -> ingest every source of the day from the
+inbox (:mod:`tasks.inbox`) -> validate (row accounting of every ingest run) -> cubes for the day ->
+score every node batch with the CURRENT models -> refresh the checkpoint tables -> node states ->
+report. ``backfill``: the same for a range of days, cube days and (day, node batch) scoring
+regions in parallel (regions never share a Zarr chunk, so parallel writers cannot corrupt the
+cubes); days already complete are skipped unless ``force``.
+
+Both are thin wiring: every step is a plain function in ``tasks/`` or an existing flow body
+(``flows.ingest.run_source``, ``flows.cubes.run_build``, ``flows.states.run_states_build``). I/O
+steps are tasks with retries and exponential backoff. A scoring task is cached by (day, node
+batch, code version, model run, telemetry fingerprint), so a retried run resumes where it failed.
+A node batch that fails is a failed task naming its nodes; the rest of the run completes, the
+manifest (``runs/<run_id>.json``, status ``partial``) lists what is missing, and the flow run
+ends Failed so the failure is loud in the UI.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.context import TaskRunContext
+from prefect.task_runners import ThreadPoolTaskRunner
+from prefect.tasks import exponential_backoff
+
+from flows.prefect_env import artifact_key
+from tasks.runs import RunRecorder, code_version
+from tasks.score import ScoreJob, ScoringError, batch_nodes, day_scored, telemetry_fingerprint
+from tasks.settings import load_settings
+from tasks.store import Store
+
+
+class PartialRunError(RuntimeError):
+    """Raised at the end of a run in which some node batches failed (everything else was done)."""
+
+
+IO_RETRIES = {"retries": 2, "retry_delay_seconds": exponential_backoff(backoff_factor=5), "retry_jitter_factor": 0.2}
+"""Retries of I/O steps: 5 s, 10 s (plus jitter)."""
+
+
+# ----------------------------------------------------------------------------- tasks
+@task(name="simulate-day", cache_policy=NO_CACHE, **IO_RETRIES)
+def simulate_day_task(inbox: str, day: date | None) -> date:
+    """Demo mode: simulate ``day`` (default: the next one) of the cluster in the inbox."""
+    from tasks.inbox import simulate_day
+
+    return simulate_day(Path(inbox), day)
+
+
+@task(name="build-cubes", cache_policy=NO_CACHE, **IO_RETRIES)
+def cubes_task(start: date, end: date, store: str, force: bool) -> dict[str, Any]:
+    """Aggregate staged telemetry/syslog of ``start..end`` into the cubes (complete days are skipped)."""
+    from flows.cubes import run_build
+
+    return run_build(start, end, store, force=force)
+
+
+@task(name="prepare-scores-cube", cache_policy=NO_CACHE, **IO_RETRIES)
+def prepare_scores_task(store: str) -> None:
+    """Create/grow ``cubes/scores.zarr`` to the telemetry cube's axes (once, before fanning out)."""
+    from tasks.score import ensure_scores_cube
+
+    ensure_scores_cube(Store(store))
+
+
+def _score_cache_key(ctx: TaskRunContext, params: dict[str, Any]) -> str:
+    j: ScoreJob = params["job"]
+    return f"score-{j.day}-b{j.batch:04d}-{code_version()}-{j.kind}-{j.model_run}-{params['fingerprint']}"
+
+
+@task(name="score-batch", task_run_name="score-{job.day}-b{job.batch}", cache_key_fn=_score_cache_key,
+      cache_expiration=timedelta(days=30), retries=1, retry_delay_seconds=5)
+def score_task(job: ScoreJob, fingerprint: str | None) -> dict[str, Any]:
+    """Score one (day, node batch) region; raises :class:`ScoringError` naming the batch's nodes."""
+    from tasks.score import score_region
+
+    return score_region(job)
+
+
+@task(name="finish-day", cache_policy=NO_CACHE, **IO_RETRIES)
+def finish_day_task(store: str, day: date, kind: str, model_run: str, results: list[dict[str, Any]],
+                    failures: list[dict[str, Any]], run_id: str) -> dict[str, Any]:
+    """Summary parquet, alerts, heat map and day marker."""
+    from tasks.score import finish_day
+
+    return finish_day(Store(store), day, kind, model_run, results, failures, run_id)
+
+
+@task(name="checkpoint-tables", cache_policy=NO_CACHE, **IO_RETRIES)
+def checkpoint_task(store: str) -> dict[str, Any]:
+    """Refresh the checkpoint tables from the staged jobs and the observed failures."""
+    from tasks.checkpoint_tables import run_checkpoint_tables
+    from tasks.report import failure_model_for_tables
+    from tasks.score import telemetry_geometry
+
+    st = Store(store)
+    _, tele = telemetry_geometry(st)
+    fm, fit = failure_model_for_tables(st, len(tele.nodes))
+    jobs = "staged" if st.staged_dates("jobs") else None
+    m = run_checkpoint_tables(st, jobs=jobs, failure_models=[fm], parameters={"jobs": jobs, "failure_model": fm.__dict__,
+                                                                              "from": "nightly"})
+    return {"run_id": m["run_id"], "status": m["status"], "summary": m["notes"].get("summary", []),
+            "failure_model": fm.__dict__, "failure_fit": fit, "outputs": m["outputs"]}
+
+
+@task(name="node-states", cache_policy=NO_CACHE, **IO_RETRIES)
+def states_task(start: date, end: date, store: str) -> dict[str, Any]:
+    """SaNSA node states of ``start..end`` (needs staged syslog)."""
+    from flows.states import run_states_build
+
+    m = run_states_build(start, end, store)
+    return {"run_id": m["run_id"], "status": m["status"], "nodes": m["outputs"].get("nodes"),
+            "failure_events": m["counts"].get("failure_events", {}).get("staged", 0)}
+
+
+# ----------------------------------------------------------------------------- shared bodies
+def _ingest(st: Store, inbox: Path, days: list[date], rec: RunRecorder) -> dict[str, Any]:
+    """Ingest every source's files of ``days`` (one ingest run per source; already ingested bytes are no-ops)."""
+    from flows.ingest import INGEST_ORDER, run_source
+    from tasks.inbox import SOURCE_FORMATS, day_files
+
+    files: dict[str, list[str]] = {}
+    for d in days:
+        for src, fs in day_files(inbox, d).items():
+            files.setdefault(src, []).extend(fs)
+    out: dict[str, Any] = {}
+    for src in sorted(files, key=lambda s: INGEST_ORDER.index(s) if s in INGEST_ORDER else 99):
+        try:
+            m = run_source(src, sorted(set(files[src])), SOURCE_FORMATS.get(src, "auto"), store=st.url,
+                           data_docs=False, flow_name=f"ingest_{src}")
+        except Exception as e:  # noqa: BLE001 - one source failing must not stop the others
+            rec.error(f"ingest {src}: {type(e).__name__}: {e}")
+            out[src] = {"status": "failed", "error": str(e)}
+            continue
+        out[src] = {"run_id": m["run_id"], "status": m["status"], "files": len(m["inputs"]),
+                    "counts": m["counts"], "errors": m["errors"][:10]}
+        for err in m["errors"][:10]:
+            rec.error(f"ingest {src}: {err}")
+    if not files:
+        rec.error(f"no input file for {', '.join(map(str, days))} in {inbox}")
+    return out
+
+
+def _validation(ingest: dict[str, Any]) -> dict[str, Any]:
+    """Row accounting of the day: rows in = staged + quarantined + duplicates for every table."""
+    tables: dict[str, dict[str, int]] = {}
+    for r in ingest.values():
+        for t, c in (r.get("counts") or {}).items():
+            acc = tables.setdefault(t, {"rows_in": 0, "staged": 0, "quarantined": 0, "duplicates": 0})
+            for k in acc:
+                acc[k] += int(c[k])
+    unbalanced = [t for t, c in tables.items() if c["rows_in"] != c["staged"] + c["quarantined"] + c["duplicates"]]
+    return {"tables": tables, "balanced": not unbalanced, "unbalanced": unbalanced,
+            "quarantined": sum(c["quarantined"] for c in tables.values())}
+
+
+def _score_days(st: Store, days: list[date], kind: str, model_run: str, force: bool, rec: RunRecorder,
+                workers: int) -> dict[date, dict[str, Any]]:
+    """Score all (day, node batch) regions of ``days`` in parallel, then finish each day."""
+    from tasks.score import region_jobs
+
+    logger = get_run_logger()
+    prepare_scores_task(st.url)
+    jobs = {d: region_jobs(st, d, kind, model_run) for d in days}
+    runner = ThreadPoolTaskRunner(max_workers=max(1, workers))
+    futures: dict[date, list[tuple[ScoreJob, Any]]] = {}
+    with runner:
+        for d, js in jobs.items():
+            fp = telemetry_fingerprint(st, d)
+            opts = score_task.with_options(refresh_cache=True) if force else score_task
+            futures[d] = [(j, runner.submit(opts, {"job": j, "fingerprint": fp})) for j in js]
+        out: dict[date, dict[str, Any]] = {}
+        for d, fs in futures.items():
+            results, failures = [], []
+            for j, f in fs:
+                f.wait()
+                if f.state.is_completed():
+                    results.append(f.result())
+                else:
+                    try:
+                        f.result()
+                        err = "unknown error"
+                    except ScoringError as e:
+                        err = str(e)
+                    except Exception as e:  # noqa: BLE001
+                        err = f"score batch {j.region.key} failed for nodes {', '.join(batch_nodes(st, j.batch))}: {e}"
+                    logger.error(err)
+                    rec.error(err)
+                    failures.append({"batch": j.batch, "nodes": batch_nodes(st, j.batch), "error": err})
+            out[d] = finish_day_task(st.url, d, kind, model_run, results, failures, rec.run_id)
+    return out
+
+
+def _report(st: Store, day: date, score: dict[str, Any], steps: dict[str, Any], truth: str | None,
+            checkpoint: dict[str, Any] | None) -> dict[str, Any]:
+    """Evaluate against ground truth (if any), render the markdown report, publish artifacts."""
+    from tasks.report import day_flags, evaluate_day, ground_truth, report_markdown, write_report
+    from tasks.score import read_alerts, read_summary
+
+    summary, alerts = read_summary(st, day), read_alerts(st, day)
+    ev = None
+    if truth and Path(truth, "truth").is_dir():
+        flags, step = day_flags(st, day)
+        ev = evaluate_day(summary, alerts, flags, ground_truth(truth, day), step)
+    md = report_markdown(day, steps, score, alerts, ev, (checkpoint or {}).get("summary"))
+    paths = write_report(st, day, md, ev)
+    key = artifact_key("nightly", day.isoformat())
+    create_markdown_artifact(md, key=key, description=f"nightly report {day}")
+    rows = alerts.head(200).assign(
+        first_time=lambda d: d["first_time"].astype(str), peak_time=lambda d: d["peak_time"].astype(str),
+        top_metrics=lambda d: d["top_metrics"].map(", ".join), day=lambda d: d["day"].astype(str))
+    create_table_artifact(rows.to_dict("records") or [{"node": "none flagged"}], key=f"{key}-alerts",
+                          description=f"alerts {day}: {len(alerts)} node(s) flagged")
+    heat = score.get("heatmap")
+    if heat:
+        create_link_artifact(heat if "://" in heat else f"file://{heat}", link_text=f"score heat map {day}",
+                             key=f"{key}-heatmap", description="node x time anomaly score")
+    out = {"report": paths["report"], "flagged": len(alerts)}
+    if ev is not None:
+        out["evaluation"] = ev.as_dict()
+    return out
+
+
+def _settings_store(store: str | None) -> Store:
+    return Store(load_settings(store=store).store)
+
+
+# ----------------------------------------------------------------------------- flows
+@flow(name="nightly", log_prints=True)
+def nightly(day: date | None = None, demo: bool = False, inbox: str | None = None, store: str | None = None,
+            model_kind: str = "ruad", truth: str | None = None, workers: int = 2, force: bool = False,
+            checkpoint_tables: bool = True, states: bool = True) -> dict[str, Any]:
+    """One night: [simulate] -> ingest -> validate -> cubes -> score -> checkpoint tables -> states -> report.
+
+    ``day`` defaults to yesterday (UTC); in demo mode to the day after the last simulated one. ``inbox``
+    (default ``$NODEWATCH_INBOX``) holds the day's files; ``truth`` a simulator output with ground truth
+    (default: the inbox in demo mode) for precision/recall in the report.
+    """
+    from tasks.inbox import inbox_dir
+    from tasks.score import current_model_run
+
+    st = _settings_store(store)
+    box = inbox_dir(inbox)
+    params = {"day": day, "demo": demo, "inbox": str(box), "model_kind": model_kind, "truth": truth, "force": force}
+    rec = RunRecorder(st, "nightly", params)
+    rec.write()
+    steps: dict[str, Any] = {}
+    failed_nodes: list[str] = []
+    try:
+        if demo:
+            with rec.step("simulate"):
+                day = simulate_day_task(str(box), day)
+            steps["simulate"] = {"status": "done", "details": f"simulated {day} into {box}"}
+            truth = truth or str(box)
+        day = day or (datetime.now(UTC).date() - timedelta(days=1))
+        rec.manifest.parameters["day"] = day.isoformat()
+        with rec.step("ingest"):
+            ing = _ingest(st, box, [day], rec)
+        rec.add_output("ingest", ing)
+        steps["ingest"] = {"status": "done" if ing else "no input",
+                           "details": ", ".join(f"{s}: {r.get('status')}" for s, r in ing.items())}
+        val = _validation(ing)
+        rec.add_output("validate", val)
+        steps["validate"] = {"status": "balanced" if val["balanced"] else "UNBALANCED",
+                             "details": f"{val['quarantined']} row(s) quarantined; "
+                                        + ", ".join(f"{t} {c['staged']}/{c['rows_in']} staged" for t, c in val["tables"].items())}
+        with rec.step("cubes"):
+            cm = cubes_task(day, day, st.url, force)
+        rec.add_output("cubes", {"run_id": cm["run_id"], "days": cm["outputs"].get("days")})
+        steps["cubes"] = {"status": cm["status"],
+                          "details": ", ".join(f"{r['cube']} {r['status']}" for r in cm["outputs"]["days"])}
+        model_run = current_model_run(st, model_kind)
+        with rec.step("score"):
+            if not force and day_scored(st, day, model_kind):
+                from tasks.cubes.writer import read_marker
+                from tasks.score import scores_spec
+
+                score = {k: v for k, v in (read_marker(st, scores_spec(), day) or {}).items()}
+                steps["score"] = {"status": "up-to-date", "details": f"already scored with {model_run}"}
+            else:
+                score = _score_days(st, [day], model_kind, model_run, force, rec, workers)[day]
+                steps["score"] = {"status": "done" if not score["failed_batches"] else "PARTIAL",
+                                  "details": f"{score['scored']} scored, {len(score['no_model'])} without model, "
+                                             f"{score['flagged']} flagged"}
+        failed_nodes = score.get("failed_nodes", [])
+        rec.add_output("score", score)
+        ck = None
+        if checkpoint_tables:
+            with rec.step("checkpoint_tables"):
+                try:
+                    ck = checkpoint_task(st.url)
+                    steps["checkpoint_tables"] = {"status": ck["status"], "details": f"run {ck['run_id']}, model "
+                                                  f"{ck['failure_model']['name']} ({ck['failure_fit']['reason']})"}
+                    rec.add_output("checkpoint_tables", {k: ck[k] for k in ("run_id", "status", "failure_model", "failure_fit")})
+                except Exception as e:  # noqa: BLE001 - the report must still be written
+                    rec.error(f"checkpoint tables: {type(e).__name__}: {e}")
+                    steps["checkpoint_tables"] = {"status": "FAILED", "details": str(e)[:200]}
+        if states:
+            with rec.step("states"):
+                if st.staged_dates("syslog"):
+                    try:
+                        sm = states_task(day, day, st.url)
+                        rec.add_output("states", sm)
+                        steps["states"] = {"status": sm["status"], "details": f"run {sm['run_id']}, "
+                                                                              f"{sm['failure_events']} failure events"}
+                    except Exception as e:  # noqa: BLE001
+                        rec.error(f"states: {type(e).__name__}: {e}")
+                        steps["states"] = {"status": "FAILED", "details": str(e)[:200]}
+                else:
+                    steps["states"] = {"status": "skipped", "details": "no staged syslog"}
+        with rec.step("report"):
+            rep = _report(st, day, score, steps, truth, ck)
+        rec.add_output("report", rep)
+    except BaseException as e:
+        rec.error(f"{type(e).__name__}: {e}")
+        rec.finish("failed")
+        raise
+    m = rec.finish().model_dump(mode="json")
+    print(f"nightly {day}: {score.get('scored')} nodes scored, {rep['flagged']} flagged; manifest runs/{m['run_id']}.json")
+    if failed_nodes:
+        raise PartialRunError(f"nightly {day}: scoring failed for {len(failed_nodes)} node(s): {', '.join(failed_nodes[:50])}; "
+                              f"everything else completed (manifest runs/{m['run_id']}.json)")
+    return m
+
+
+@flow(name="backfill", log_prints=True)
+def backfill(start: date, end: date, force: bool = False, inbox: str | None = None, store: str | None = None,
+             model_kind: str = "ruad", truth: str | None = None, workers: int = 2, states: bool = True) -> dict[str, Any]:
+    """Re-run ``start..end`` (inclusive): [ingest from the inbox] -> cubes -> score -> states -> reports.
+
+    Cube days and (day, node batch) scoring regions run in parallel; days whose cubes and scores are
+    complete (same inputs, same CURRENT model) are skipped unless ``force``.
+    """
+    from tasks.cubes.build import days_between
+    from tasks.score import current_model_run
+
+    st = _settings_store(store)
+    days = days_between(start, end)
+    rec = RunRecorder(st, "backfill", {"start": start, "end": end, "force": force, "inbox": inbox, "model_kind": model_kind})
+    rec.write()
+    try:
+        if inbox:
+            with rec.step("ingest"):
+                rec.add_output("ingest", _ingest(st, Path(inbox), days, rec))
+        with rec.step("cubes"):
+            cm = cubes_task(start, end, st.url, force)
+        rec.add_output("cubes", {"run_id": cm["run_id"], "days_built": cm["outputs"].get("days_built")})
+        model_run = current_model_run(st, model_kind)
+        todo = [d for d in days if force or not day_scored(st, d, model_kind)]
+        skipped = [d.isoformat() for d in days if d not in todo]
+        rec.add_output("days_skipped", skipped)
+        with rec.step("score"):
+            scored = _score_days(st, todo, model_kind, model_run, force, rec, workers) if todo else {}
+        rec.add_output("days_scored", {d.isoformat(): {k: s[k] for k in ("scored", "flagged", "failed_batches", "failed_nodes")}
+                                       for d, s in scored.items()})
+        if states and st.staged_dates("syslog") and todo:
+            with rec.step("states"):
+                try:
+                    rec.add_output("states", states_task(min(todo), max(todo), st.url))
+                except Exception as e:  # noqa: BLE001
+                    rec.error(f"states: {type(e).__name__}: {e}")
+        with rec.step("report"):
+            reports = {d.isoformat(): _report(st, d, s, {"backfill": {"status": "done", "details": f"run {rec.run_id}"}},
+                                              truth, None)["report"] for d, s in scored.items()}
+        rec.add_output("reports", reports)
+    except BaseException as e:
+        rec.error(f"{type(e).__name__}: {e}")
+        rec.finish("failed")
+        raise
+    m = rec.finish().model_dump(mode="json")
+    rows = [{"day": d.isoformat(), "status": "skipped (complete)" if d.isoformat() in skipped else "scored",
+             "scored": scored[d]["scored"] if d in scored else None, "flagged": scored[d]["flagged"] if d in scored else None,
+             "failed_nodes": len(scored[d]["failed_nodes"]) if d in scored else 0} for d in days]
+    create_table_artifact(rows, key=artifact_key("backfill", start.isoformat(), end.isoformat()),
+                          description=f"backfill {start}..{end}: run {m['run_id']}")
+    failed = sorted({n for s in scored.values() for n in s["failed_nodes"]})
+    print(f"backfill {start}..{end}: {len(scored)} day(s) scored, {len(skipped)} skipped; manifest runs/{m['run_id']}.json")
+    if failed:
+        raise PartialRunError(f"backfill {start}..{end}: scoring failed for node(s) {', '.join(failed[:50])}; "
+                              f"manifest runs/{m['run_id']}.json")
+    return m
+
+
+@flow(name="train_weekly", log_prints=True)
+def train_weekly(days: int = 28, model: str = "ruad", epochs: int = 5, window: int = 10, node_batch: int = 50,
+                 workers: int = 2, store: str | None = None, end: date | None = None) -> dict[str, Any]:
+    """The weekly retrain: the ``train`` flow on the last ``days`` complete days before ``end`` (default: today UTC)."""
+    from flows.train import train
+
+    last = (end or datetime.now(UTC).date()) - timedelta(days=1)
+    return train(start=last - timedelta(days=days - 1), end=last, model=model, epochs=epochs, window=window,
+                 node_batch=node_batch, workers=workers, store=store)
