@@ -483,8 +483,8 @@ def models_from_failures(
 ) -> tuple[list[FailureModel], pd.DataFrame, dict[str, int]]:
     """Fit exponential + Weibull per system from the staged ``failures`` (or ``failure_events``) table.
 
-    The machine size for eq. 3.14 is ``machine_nodes`` or the records' ``system_nodes``; a system
-    with neither is an error. Returns the models (two per system), the fit table and prep counts.
+    The machine size for eq. 3.14 is the records' ``system_nodes`` (LANL), else ``machine_nodes``; a
+    system with neither is an error. Returns the models (two per system), the fit table and prep counts.
     """
     from tasks.failure_fits import failure_model_from_fit, failures_frame, fit_groups, qq_plot
 
@@ -505,9 +505,10 @@ def models_from_failures(
         fits, gaps, c = fit_groups(fr)
         if fits.empty:
             raise ValueError(f"system {sys_name!r}: fewer than 10 failures after cleaning, cannot fit")
-        n_machine = machine_nodes
-        if n_machine is None and "system_nodes" in part.columns and part["system_nodes"].notna().any():
-            n_machine = int(part["system_nodes"].max())
+        n_machine = None
+        if "system_nodes" in part.columns and part["system_nodes"].notna().any():
+            n_machine = int(part["system_nodes"].max())  # the records know their machine
+        n_machine = n_machine or machine_nodes
         if n_machine is None:
             raise ValueError(f"system {sys_name!r}: machine node count unknown; pass --machine-nodes")
         for _, row in fits.iterrows():
@@ -622,6 +623,7 @@ def trace_savings(
     mc_shapes: int = 0,
     mc_failures: int = 10_000,
     seed: int = 0,
+    mtbf_error: float = 0.0,
 ) -> pd.DataFrame:
     """Frank's Table 3.1 method on a job trace: total expected checkpoint cost of all checkpointable jobs
     per method and the saving of the aware interval vs each, for every (system MTBF, t_c).
@@ -630,6 +632,8 @@ def trace_savings(
     (sec. 3.4.3). Costs are eq. 3.8 expectations (what the thesis's 10,000-failure Monte-Carlo of eq. 3.1
     estimates), summed over jobs. With ``mc_shapes > 0`` the Daly/aware totals are also estimated by
     Monte-Carlo (``mc_failures`` failures per shape) on that many randomly drawn distinct job shapes.
+    ``mtbf_error`` (e.g. -0.2) plans every interval with a wrong MTBF ``M (1 + error)`` while costs are
+    evaluated with the true one (Table 3.1 rows c/d).
     """
     from models.checkpoint_mc import simulate_cost
 
@@ -647,16 +651,19 @@ def trace_savings(
     for m_sys in mtbf_machine_h:
         m_job = m_sys * machine_nodes / n  # eq. 3.14
         for tc in ckpt_costs_h:
-            tau_d = daly_interval(m_job, tc)
+            m_plan = m_job * (1.0 + mtbf_error)
+            tau_d = daly_interval(m_plan, tc)
             ok = tc + tau_d < t
             if not ok.any():
                 continue
-            tt, mm = t[ok], m_job[ok]
-            classic = np.stack([young_interval(mm, tc), daly_first_order_interval(mm, tc), tau_d[ok]], axis=1)
+            tt, mm, mp = t[ok], m_job[ok], m_plan[ok]
+            classic = np.stack([young_interval(mp, tc), daly_first_order_interval(mp, tc), tau_d[ok]], axis=1)
             cc = expected_cost(tt[:, None], classic, tc, mm[:, None], shape)
-            aw = aware_interval(tt, tc, mm, shape, extra_tau_h=classic)
-            totals = {meth: float(np.sum(c * cnt[ok])) for meth, c in zip(METHODS, [*cc.T, aw.cost_h], strict=True)}
-            row = {"mtbf_machine_h": m_sys, "ckpt_cost_h": tc, "weibull_shape": shape, "jobs": int(cnt[ok].sum()),
+            aw = aware_interval(tt, tc, mp, shape, extra_tau_h=classic)
+            aw_cost = aw.cost_h if mtbf_error == 0.0 else expected_cost(tt, aw.tau_h, tc, mm, shape)
+            totals = {meth: float(np.sum(c * cnt[ok])) for meth, c in zip(METHODS, [*cc.T, aw_cost], strict=True)}
+            row = {"mtbf_machine_h": m_sys, "ckpt_cost_h": tc, "weibull_shape": shape, "mtbf_error": mtbf_error,
+                   "jobs": int(cnt[ok].sum()),
                    "shapes": int(ok.sum()), "never_checkpoint_jobs": int(cnt[ok][aw.never].sum())}
             for meth in METHODS[:-1]:
                 row[f"saving_vs_{meth}_pct"] = 100.0 * (totals[meth] - totals["aware"]) / totals[meth]
@@ -671,7 +678,7 @@ def trace_savings(
                     sim_d += mc.mean_h[0] * cnt[i]
                     sim_a += mc.mean_h[1] * cnt[i]
                     ana_d += cc[k, 2] * cnt[i]
-                    ana_a += aw.cost_h[k] * cnt[i]
+                    ana_a += aw_cost[k] * cnt[i]
                 row["mc_shapes"] = int(pick.size)
                 row["mc_saving_vs_daly_pct"] = 100.0 * (sim_d - sim_a) / sim_d
                 row["analytic_saving_vs_daly_pct_same_shapes"] = 100.0 * (ana_d - ana_a) / ana_d

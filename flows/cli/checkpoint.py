@@ -90,7 +90,7 @@ def tables(
     jobs: Annotated[str | None, typer.Option(help="'staged' (all staged jobs) or the run id of a jobs ingest.")] = None,
     system: Annotated[str | None, typer.Option(help="Only jobs of this system.")] = None,
     failures: Annotated[list[str] | None, typer.Option(help="Fit models to staged failures of this system (repeat).")] = None,
-    machine_nodes: Annotated[int | None, typer.Option(help="Nodes of the machine whose failures are fitted.")] = None,
+    machine_nodes: Annotated[int | None, typer.Option(help="Machine nodes if the records lack it (PNNL).")] = None,
     mtbf_node: Annotated[list[str] | None, typer.Option(help="Node MTBF, e.g. 5y (repeat; x each --weibull-shape).")] = None,
     weibull_shape: Annotated[list[float] | None, typer.Option(help="Weibull shape for --mtbf-node (repeat; default 1).")] = None,
     ckpt_cost: Annotated[list[str] | None, typer.Option(help="Checkpoint cost (repeat); default 6m, 15m, 30m.")] = None,
@@ -148,6 +148,7 @@ def trace_savings_cmd(
     ckpt_cost: Annotated[list[str] | None, typer.Option(help="Checkpoint cost (repeat); default 30m, 15m, 6m.")] = None,
     weibull_shape: Annotated[float, typer.Option(help="Weibull shape (1 = Poisson).")] = 0.8,
     mc_shapes: Annotated[int, typer.Option(help="Also Monte-Carlo (10,000 failures) this many job shapes.")] = 0,
+    mtbf_error: Annotated[float, typer.Option(help="Plan intervals with MTBF x (1 + this), e.g. -0.2 (Table 3.1 c/d).")] = 0.0,
     csv: Annotated[str | None, typer.Option(help="Write the table to this CSV file.")] = None,
 ) -> None:
     """Frank's Table 3.1 method on a job trace: saving of the aware interval vs Young/Daly over all jobs."""
@@ -168,7 +169,7 @@ def trace_savings_cmd(
             trace_runtimes(raw), machine_nodes,
             [_dur(m, "--mtbf-machine") for m in mtbf_machine] if mtbf_machine else (36.0, 24.0),
             [_dur(c, "--ckpt-cost") for c in ckpt_cost] if ckpt_cost else (0.5, 0.25, 0.1),
-            weibull_shape, mc_shapes=mc_shapes,
+            weibull_shape, mc_shapes=mc_shapes, mtbf_error=mtbf_error,
         )
     except ValueError as e:
         raise UserError(str(e)) from None
