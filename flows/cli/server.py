@@ -1,0 +1,50 @@
+"""``nodewatch server start``: a local Prefect server (UI + API) on 127.0.0.1 with SQLite.
+
+It runs ``prefect server start`` in the foreground with the host/port given; the database is
+``$PREFECT_HOME/prefect.db`` (SQLite) unless ``PREFECT_API_DATABASE_CONNECTION_URL`` points at
+Postgres (production: see docs/operations.md). Other processes talk to it with
+``PREFECT_API_URL=http://127.0.0.1:<port>/api``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def server_command(host: str, port: int) -> list[str]:
+    """The ``prefect server start`` command line of this venv."""
+    exe = Path(sys.executable).with_name("prefect")
+    prefect = str(exe) if exe.exists() else (shutil.which("prefect") or "prefect")
+    return [prefect, "server", "start", "--host", host, "--port", str(port)]
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``server`` command group."""
+    server = typer.Typer(help="Local Prefect server (UI + API).", no_args_is_help=True)
+    app.add_typer(server, name="server")
+
+    @server.command("start")
+    def start(
+        host: Annotated[str, typer.Option(help="bind address (keep 127.0.0.1 unless behind a proxy with auth)")] = "127.0.0.1",
+        port: Annotated[int, typer.Option(help="port of the UI and API")] = 4200,
+    ) -> None:
+        """Start the Prefect server in the foreground (Ctrl-C stops it)."""
+        from flows.cli import console
+
+        env = dict(os.environ)
+        db = env.get("PREFECT_API_DATABASE_CONNECTION_URL")
+        home = env.get("PREFECT_HOME", str(Path.home() / ".prefect"))
+        console.print(f"Prefect server on http://{host}:{port} (UI), API http://{host}:{port}/api; database "
+                      f"{'Postgres/external: ' + db.split('@')[-1] if db else 'SQLite in ' + home}")
+        console.print(f"other shells: export PREFECT_API_URL=http://{host}:{port}/api")
+        try:
+            raise SystemExit(subprocess.call(server_command(host, port), env=env))
+        except KeyboardInterrupt:
+            raise SystemExit(0) from None
