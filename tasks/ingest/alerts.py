@@ -43,7 +43,7 @@ import pyarrow as pa
 from schemas.alerts import ALERT_STATES, ALERTS, CRITICAL_STATES, HOST_SERVICE, HOST_STATES, SERVICE_STATES, TICKETS, alert_id
 from tasks.ingest.base import Format, ParseContext, ParseResult, SourceSpec, rejects_table
 from tasks.ingest.inputs import InputError, iter_lines
-from tasks.ingest.syslog_blocks import normalise_host
+from tasks.ingest.syslog_blocks import MAX_EPOCH_S, normalise_host
 from tasks.ingest.syslog_rfc3164 import sniff_share
 
 _NS = 1_000_000_000
@@ -140,6 +140,8 @@ def _nagios_line(raw: bytes, text: str, aliases: Mapping[str, str]) -> dict | st
     if not m:
         return "parse: not a Nagios log line (expected '[epoch] TYPE: fields')"
     epoch, kind, body = int(m[1]), m[2], m[3]
+    if epoch > MAX_EPOCH_S:
+        return f"parse: epoch {epoch} out of range (after 2262)"
     if kind == "SERVICE ALERT":
         f = body.split(";", 5)
         if len(f) < 6:
@@ -196,14 +198,16 @@ def parse_time(value: str, tz: str) -> int | str:
         return "empty"
     if re.fullmatch(r"-?\d{1,11}(?:\.\d{1,9})?", v):
         whole, _, frac = v.partition(".")
+        if abs(int(whole)) > MAX_EPOCH_S:
+            return f"epoch {whole} out of range (before 1678 or after 2262)"
         return int(whole) * _NS + (int(frac.ljust(9, "0")) if frac else 0) * (-1 if v.startswith("-") else 1)
     try:
         dt = datetime.fromisoformat(v.replace("Z", "+00:00") if v.endswith("Z") else v)
-    except ValueError:
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=ZoneInfo(tz))
+        return int(pd.Timestamp(dt).tz_convert("UTC").value)
+    except (ValueError, OverflowError, pd.errors.OutOfBoundsDatetime):
         return f"bad time {v[:40]!r}"
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=ZoneInfo(tz))
-    return int(pd.Timestamp(dt).tz_convert("UTC").value)
 
 
 def _csv_rows(stream: BinaryIO, ctx: ParseContext, required: set[str], one_of: tuple[set[str], ...] = ()

@@ -43,6 +43,10 @@ MAX_LINE = 1 << 20
 _READ = 1 << 16  # small reads: a truncated compressed stream loses at most this much before the error
 _PAD = 136  # >= the widest window (128) + 8
 _NS = 1_000_000_000
+MAX_EPOCH_S = 9_223_372_035
+"""Latest epoch second a ``timestamp[ns]`` can hold (2262-04-11); later times are rejected, never wrapped."""
+MIN_YEAR, MAX_YEAR = 1678, 2261
+"""Calendar years representable as ``timestamp[ns]`` (dates outside are rejected with a reason)."""
 
 # ----------------------------------------------------------------------------------------- blocks
 

@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 
 from tasks.ingest.base import ParseContext
 from tasks.ingest.syslog_blocks import (
+    MAX_EPOCH_S,
     Block,
     const_str,
     digits,
@@ -75,7 +76,7 @@ def bgl_fast(block: Block, idx: np.ndarray, ctx: ParseContext) -> tuple[dict, np
     epoch, eok = var_digits(buf, sp[:, 0] + 1, sp[:, 1], 11)
     ts0 = sp[:, 3] + 1
     micro, mok = digits(buf, ts0 + 20, 6)
-    ok &= eok & mok & (sp[:, 4] - ts0 == 26) & (buf[ts0 + 19] == 46)
+    ok &= eok & mok & (sp[:, 4] - ts0 == 26) & (buf[ts0 + 19] == 46) & (epoch <= MAX_EPOCH_S)
     level = substrings(block, sp[ok, 7] + 1, sp[ok, 8])  # only where the token positions are sound
     sev, known = _severity(level)
     sev = sev.filter(pa.array(known))
@@ -102,6 +103,8 @@ def bgl_slow(line: str, ctx: ParseContext) -> dict | str:
     label, epoch, _date, loc, ts, _loc2, _type, comp, level, msg = f
     if not (epoch.isascii() and epoch.isdigit() and len(epoch) <= 11):
         return f"parse: not a BGL RAS line (epoch field {epoch[:20]!r} is not a number)"
+    if int(epoch) > MAX_EPOCH_S:
+        return f"parse: epoch {epoch} out of range (after 2262)"
     m = re.fullmatch(r"\d{4}-\d\d-\d\d-\d\d\.\d\d\.\d\d\.(\d{6})", ts)
     if not m:
         return f"parse: bad BGL timestamp field {ts[:40]!r}"
@@ -128,7 +131,7 @@ def hpc_fast(block: Block, idx: np.ndarray, ctx: ParseContext) -> tuple[dict, np
     epoch, eok = var_digits(buf, sp[:, 3] + 1, sp[:, 4], 11)
     neg = buf[sp[:, 4] + 1] == 45
     _, fok = var_digits(buf, sp[:, 4] + 1 + neg, sp[:, 5], 4)
-    ok &= lok & eok & fok
+    ok &= lok & eok & fok & (epoch <= MAX_EPOCH_S)
     k = ok
     cols = {
         "time": epoch[k] * _NS,
@@ -149,8 +152,8 @@ def hpc_slow(line: str, ctx: ParseContext) -> dict | str:
     m = _HPC_RE.match(line)
     if not m:
         return "parse: not a LANL HPC log line (expected 'logid node component state epoch flag message')"
-    if len(m[5]) > 11:
-        return f"parse: epoch {m[5][:24]!r} out of range"
+    if len(m[5]) > 11 or int(m[5]) > MAX_EPOCH_S:
+        return f"parse: epoch {m[5][:24]} out of range (after 2262)"
     return {
         "time": int(m[5]) * _NS,
         "host": m[2],

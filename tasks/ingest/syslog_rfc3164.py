@@ -148,7 +148,7 @@ _LINE_RE = re.compile(
     r"^(?:<(?P<pri>[^>]{0,8})>)?(?P<mon>[A-Za-z]{3}) {1,2}(?P<day>\d{1,2}) (?P<h>\d{1,2}):(?P<m>\d{2}):(?P<s>\d{2})"
     r"(?: +(?P<rest>.*))?$"
 )
-_TAG_RE = re.compile(r"^(?P<tag>[^\s:\[]+)(?:\[(?P<pid>[^\]]*)\])?:(?: (?P<msg>.*))?$", re.S)
+_TAG_RE = re.compile(r"^(?P<tag>[^ :\[]+)(?:\[(?P<pid>[^\] ]*)\])?:(?: (?P<msg>.*))?$", re.S)  # fields end at ' ' only
 
 
 def slow(line: str, ctx: ParseContext) -> dict | str:

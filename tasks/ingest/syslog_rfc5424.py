@@ -17,6 +17,8 @@ import numpy as np
 
 from tasks.ingest.base import ParseContext
 from tasks.ingest.syslog_blocks import (
+    MAX_YEAR,
+    MIN_YEAR,
     Block,
     const_str,
     days_from_civil,
@@ -62,7 +64,7 @@ def fast(block: Block, idx: np.ndarray, ctx: ParseContext) -> tuple[dict, np.nda
     hh, d = digit_columns(w_ts, [11, 12])
     mi, f = digit_columns(w_ts, [14, 15])
     ss, g = digit_columns(w_ts, [17, 18])
-    ok &= a & b & c & d & f & g
+    ok &= a & b & c & d & f & g & (year >= MIN_YEAR) & (year <= MAX_YEAR)
     for off, ch in ((4, 45), (7, 45), (10, 84), (13, 58), (16, 58)):
         ok &= w_ts[:, off] == ch
     # HOSTNAME APP-NAME PROCID MSGID: each token ends at the first space of a short window
@@ -107,7 +109,14 @@ def fast(block: Block, idx: np.ndarray, ctx: ParseContext) -> tuple[dict, np.nda
         sd_end = np.where(sd_nil, sd0 + 1, np.where(close < e, close + 1, e))
         quotes = block.positions(34)
         even_quotes = (np.searchsorted(quotes, sd_end) - np.searchsorted(quotes, sd0)) % 2 == 0
-        ok &= sd_nil | ((buf[sd0] == 91) & (buf[sd_end - 1] == 93) & (bslash >= sd_end) & even_quotes)
+        # well-formed shape only: every ']' closes an element and is followed by '[' or ends the SD
+        def count(pos: np.ndarray) -> np.ndarray:
+            return np.searchsorted(pos, sd_end) - np.searchsorted(pos, sd0)
+
+        n_open, n_close = count(block.positions(91)), count(block.positions(93))
+        n_joint = count(_pair_positions(block, b"]["))
+        shape_ok = (n_open == n_close) & (n_joint == n_close - 1)
+        ok &= sd_nil | ((buf[sd0] == 91) & (buf[sd_end - 1] == 93) & (bslash >= sd_end) & even_quotes & shape_ok)
     else:
         ok &= sd_nil
     ok &= (sd_end == e) | (buf[sd_end] == 32)
@@ -133,10 +142,11 @@ def fast(block: Block, idx: np.ndarray, ctx: ParseContext) -> tuple[dict, np.nda
     return cols, ok
 
 
-def _pair_positions(block: Block) -> np.ndarray:
-    """Positions of ``]`` immediately followed by a space, with an end sentinel."""
+def _pair_positions(block: Block, pair: bytes = b"] ") -> np.ndarray:
+    """Positions of the two-byte sequence ``pair`` (default ``"] "``), with an end sentinel."""
     body = block.buf[: len(block.data)]
-    pos = np.flatnonzero((body[:-1] == 93) & (body[1:] == 32)) if len(body) > 1 else np.zeros(0, np.int64)
+    a, b = pair
+    pos = np.flatnonzero((body[:-1] == a) & (body[1:] == b)) if len(body) > 1 else np.zeros(0, np.int64)
     return np.append(pos, np.int64(len(block.data)))
 
 
@@ -197,6 +207,8 @@ def slow(line: str, ctx: ParseContext) -> dict | str:
     if not tm:
         return f"parse: bad RFC 5424 timestamp {ts[:40]!r}"
     y, mo, d = int(tm["y"]), int(tm["mo"]), int(tm["d"])
+    if not MIN_YEAR <= y <= MAX_YEAR:
+        return f"parse: year {y} outside {MIN_YEAR}-{MAX_YEAR} (not representable in nanoseconds)"
     h, mi, s = int(tm["h"]), int(tm["mi"]), int(tm["s"])
     if not (1 <= mo <= 12 and 1 <= d <= int(days_in_month(np.array([y]), np.array([mo]))[0]) and h < 24 and mi < 60 and s < 60):
         return f"parse: invalid date/time {ts[:40]!r}"
