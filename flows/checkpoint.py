@@ -27,6 +27,7 @@ def run_tables(
     system: str | None = None,
     models: list[dict[str, Any]] | None = None,
     failures: list[str] | None = None,
+    failure_table: str = "failures",
     machine_nodes: int | None = None,
     ckpt_costs_h: list[float] | None = None,
     ckpt_size_gib: float | None = None,
@@ -42,11 +43,12 @@ def run_tables(
         if ckpt_size_gib is None or fs_bandwidth_gib_s is None:
             raise ValueError("give both the checkpoint size per node and the file-system bandwidth")
         costs.append(CkptCost.from_io(ckpt_size_gib, fs_bandwidth_gib_s))
-    params = {"jobs": jobs, "system": system, "models": models or [], "failures": failures or [],
+    params = {"jobs": jobs, "system": system, "models": models or [], "failures": failures or [], "failure_table": failure_table,
               "machine_nodes": machine_nodes, "ckpt_costs_h": ckpt_costs_h, "ckpt_size_gib": ckpt_size_gib,
               "fs_bandwidth_gib_s": fs_bandwidth_gib_s, "grid": grid, "restart_h": restart_h}
     return run_checkpoint_tables(
-        st, jobs=jobs, system=system, failure_models=fms, failure_systems=failures or [], machine_nodes=machine_nodes,
+        st, jobs=jobs, system=system, failure_models=fms, failure_systems=failures or [], failure_table=failure_table,
+        machine_nodes=machine_nodes,
         ckpt_costs=costs or None, grid=grid, restart_h=restart_h, parameters=params,
     )
 
@@ -63,6 +65,7 @@ def checkpoint_tables(
     system: str | None = None,
     models: list[dict[str, Any]] | None = None,
     failures: list[str] | None = None,
+    failure_table: str = "failures",
     machine_nodes: int | None = None,
     ckpt_costs_h: list[float] | None = None,
     ckpt_size_gib: float | None = None,
@@ -71,7 +74,8 @@ def checkpoint_tables(
     restart_h: float = 0.0,
 ) -> dict[str, Any]:
     """Checkpoint-interval tables (Young, Daly, aware) for job shapes x checkpoint costs x failure models."""
-    m = _tables(store=store, jobs=jobs, system=system, models=models, failures=failures, machine_nodes=machine_nodes,
+    m = _tables(store=store, jobs=jobs, system=system, models=models, failures=failures, failure_table=failure_table,
+                machine_nodes=machine_nodes,
                 ckpt_costs_h=ckpt_costs_h, ckpt_size_gib=ckpt_size_gib, fs_bandwidth_gib_s=fs_bandwidth_gib_s,
                 grid=grid, restart_h=restart_h)
     create_table_artifact(m["notes"]["summary"], key=artifact_key("checkpoint-tables-summary"),

@@ -483,6 +483,9 @@ def models_from_failures(
 ) -> tuple[list[FailureModel], pd.DataFrame, dict[str, int]]:
     """Fit exponential + Weibull per system from the staged ``failures`` (or ``failure_events``) table.
 
+    ``failure_events`` (derived from node states) has no system column: all its rows are one machine,
+    labelled with the single name in ``systems``.
+
     The machine size for eq. 3.14 is the records' ``system_nodes`` (LANL), else ``machine_nodes``; a
     system with neither is an error. Returns the models (two per system), the fit table and prep counts.
     """
@@ -492,7 +495,11 @@ def models_from_failures(
     if t is None:
         raise FileNotFoundError(f"no staged {table} in {store.url} (run `nodewatch ingest failures ...` first)")
     df = t.to_pandas()
-    group_col = "system" if "system" in df.columns else "node"
+    if "system" not in df.columns:  # failure_events (node states) cover one machine: one group, named by the caller
+        if len(systems) != 1:
+            raise ValueError(f"staged {table} has no system column: give exactly one --failures NAME for the machine")
+        df = df.assign(system=systems[0])
+    group_col = "system"
     models: list[FailureModel] = []
     fits_all = []
     counts: dict[str, int] = {}
@@ -548,6 +555,7 @@ def run_checkpoint_tables(
     system: str | None = None,
     failure_models: Sequence[FailureModel] = (),
     failure_systems: Sequence[str] = (),
+    failure_table: str = "failures",
     machine_nodes: int | None = None,
     ckpt_costs: Sequence[CkptCost] | None = None,
     grid: bool = True,
@@ -568,7 +576,8 @@ def run_checkpoint_tables(
             models = list(failure_models)
             if failure_systems:
                 with rec.step("fit_failures"):
-                    fitted, fits, counts = models_from_failures(store, failure_systems, machine_nodes, Path(tmp))
+                    fitted, fits, counts = models_from_failures(store, failure_systems, machine_nodes, Path(tmp),
+                                                                table=failure_table)
                 models += fitted
                 rec.manifest.notes["failure_fits"] = fits.astype(object).where(fits.notna(), None).to_dict("records")
                 rec.manifest.notes["failure_prep_counts"] = counts

@@ -171,3 +171,26 @@ def test_trace_savings_table_3_1_method() -> None:
     assert r.saving_vs_daly_pct > 0 and r.saving_vs_young_pct > 0
     with pytest.raises(ValueError, match="more than --machine-nodes"):
         trace_savings(jobs, 64)
+
+
+def test_fit_from_failure_events(store) -> None:
+    """failure_events from node states (node, start, end, cause; no system column) feed the same fits."""
+    import pyarrow as pa
+
+    from tasks.checkpoint_tables import models_from_failures
+
+    rng = np.random.default_rng(2)
+    t0 = pd.Timestamp("2024-03-01", tz="UTC")
+    start = t0 + pd.to_timedelta(np.cumsum(5.0 * rng.weibull(0.9, 120)), unit="h")
+    ev = pd.DataFrame({"node": [f"c{i % 30}" for i in range(120)], "start": start,
+                       "end": start + pd.Timedelta(minutes=20), "cause": "loss+boot", "evidence": "x", "rack": None})
+    store.write_parquet(pa.Table.from_pandas(ev, preserve_index=False), "staged", "failure_events", "date=2024-03-01",
+                        "part-r1.parquet")
+    models, fits, counts = models_from_failures(store, ["cluster"], 64, table="failure_events")
+    assert [m.name for m in models] == ["cluster-exponential", "cluster-weibull"]
+    assert fits.n_failures.eq(119).all() and counts["cluster.kept"] == 120
+    assert models[0].mtbf_node_h == pytest.approx(fits.mtbf_h.iloc[0] * 64)
+    with pytest.raises(ValueError, match="exactly one"):
+        models_from_failures(store, ["a", "b"], 64, table="failure_events")
+    with pytest.raises(ValueError, match="--machine-nodes"):
+        models_from_failures(store, ["cluster"], None, table="failure_events")

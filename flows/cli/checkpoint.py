@@ -90,6 +90,7 @@ def tables(
     jobs: Annotated[str | None, typer.Option(help="'staged' (all staged jobs) or the run id of a jobs ingest.")] = None,
     system: Annotated[str | None, typer.Option(help="Only jobs of this system.")] = None,
     failures: Annotated[list[str] | None, typer.Option(help="Fit models to staged failures of this system (repeat).")] = None,
+    failure_table: Annotated[str, typer.Option(help="Table to fit: failures or failure_events.")] = "failures",
     machine_nodes: Annotated[int | None, typer.Option(help="Machine nodes if the records lack it (PNNL).")] = None,
     mtbf_node: Annotated[list[str] | None, typer.Option(help="Node MTBF, e.g. 5y (repeat; x each --weibull-shape).")] = None,
     weibull_shape: Annotated[list[float] | None, typer.Option(help="Weibull shape for --mtbf-node (repeat; default 1).")] = None,
@@ -113,8 +114,11 @@ def tables(
         raise UserError("--weibull-shape needs --mtbf-node")
     if not models and not failures:
         raise UserError("give a failure model: --mtbf-node 5y [--weibull-shape 0.8] and/or --failures SYSTEM")
+    if failure_table not in ("failures", "failure_events"):
+        raise UserError(f"--failure-table must be failures or failure_events, got {failure_table!r}")
     kw = dict(store=settings().store, jobs=jobs, system=system, models=models, failures=failures or [],
-              machine_nodes=machine_nodes, ckpt_costs_h=[_dur(c, "--ckpt-cost") for c in ckpt_cost] if ckpt_cost else None,
+              failure_table=failure_table, machine_nodes=machine_nodes,
+              ckpt_costs_h=[_dur(c, "--ckpt-cost") for c in ckpt_cost] if ckpt_cost else None,
               ckpt_size_gib=ckpt_size_gib, fs_bandwidth_gib_s=fs_bandwidth_gib_s, grid=not no_grid,
               restart_h=_dur(restart, "--restart") if restart else 0.0)
     try:
