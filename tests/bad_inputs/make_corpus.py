@@ -124,17 +124,22 @@ def cases() -> list[Case]:
     out.append(Case(
         "out_of_range", "syslog", "rfc5424", "range.log",
         _lines([rfc5424(1, pri="999"), rfc5424(2, pri="9999"), rfc5424(3, ts="2026-13-01T00:00:00Z"),
-                rfc5424(4, ts="2026-01-01T24:00:00Z"), rfc5424(5)]),
+                rfc5424(4, ts="2026-01-01T24:00:00Z"), rfc5424(5), rfc5424(6, ts="9999-12-31T23:59:59Z")]),
         valid=(1, 5),
         rejects={2: "parse: bad PRI <9999> (expected 1-3 digits)", 3: "parse: invalid date/time '2026-13-01T00:00:00Z'",
-                 4: "parse: invalid date/time '2026-01-01T24:00:00Z'"},
+                 4: "parse: invalid date/time '2026-01-01T24:00:00Z'",
+                 6: "parse: year 9999 outside 1678-2261 (not representable in nanoseconds)"},
         quarantine={1: "expect_column_values_to_be_between(facility"},
     ))
     bgl_ok = ("- 1117838570 2005.06.03 R02-M1-N0-C:J12-U11 2005-06-03-15.42.50.675872 R02-M1-N0-C:J12-U11 RAS KERNEL INFO "
               "instruction cache parity error corrected")
     out.append(Case("bgl_severity_9", "syslog", "bgl", "bgl.log",
-                    _lines([bgl_ok, bgl_ok.replace(" INFO ", " SEVERITY9 ")]),
-                    valid=(1,), rejects={2: "parse: unknown BGL level 'SEVERITY9'"}))
+                    _lines([bgl_ok, bgl_ok.replace(" INFO ", " SEVERITY9 "), bgl_ok.replace("1117838570", "99999999999")]),
+                    valid=(1,), rejects={2: "parse: unknown BGL level 'SEVERITY9'",
+                                         3: "parse: epoch 99999999999 out of range (after 2262)"}))
+    out.append(Case("nagios_epoch_overflow", "alerts", "nagios", "epoch.nag",
+                    _lines([f"[{T0}] HOST ALERT: cn001;DOWN;HARD;1;x", "[99999999999] HOST ALERT: cn001;UP;HARD;1;x"]),
+                    valid=(1,), rejects={2: "parse: epoch 99999999999 out of range (after 2262)"}))
 
     # --- timestamps in the future / before 1990, clock jumps (passed through, validation decides)
     out.append(Case(
