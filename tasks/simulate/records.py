@@ -5,7 +5,7 @@
 * SWF (Standard Workload Format, Parallel Workloads Archive v2.2): 18 fields, ``;`` header.
 * Nagios log: ``[epoch] SERVICE ALERT: host;service;STATE;SOFT|HARD;attempt;output`` and
   ``[epoch] HOST ALERT: host;DOWN|UP;HARD;1;output`` (labels à la RUAD: CRITICAL minus false positives).
-* tickets CSV (Jira-like export) marking which CRITICAL alerts were false positives.
+* tickets CSV (Jira-like export, :data:`TICKET_COLUMNS`) marking which CRITICAL alerts were false positives.
 * reservations CSV (flattened ``scontrol show reservation``), topology CSV.
 """
 
@@ -35,6 +35,8 @@ CRIT_TEXT = {"check_mem": "CRITICAL - Memory usage {p}% (used {g} GB of 256 GB)"
              "check_nfs": "CRITICAL - Socket timeout after 10 seconds",
              }
 OK_TEXT = "OK - {svc} back to normal"
+TICKET_COLUMNS = ["ticket_id", "node", "service", "alert_time", "false_positive", "opened", "closed", "resolution", "summary"]
+"""Tickets CSV header (Jira-like export); ``alert_time`` is the HARD CRITICAL line's time, times are UTC ``...Z``."""
 
 
 def _state_exit(state: str, exitc: int, user_uid: int) -> tuple[str, str]:
@@ -164,15 +166,15 @@ def nagios_and_tickets(sched: Schedule, day: int) -> tuple[str, str]:
             created = hard + g.uniform(300, 7200)
             resolution = "False Positive" if fp else "Fixed"
             summary = f"{host} {svc} CRITICAL" + (f" ({why}, not reproducible)" if fp else f" ({why.replace('_', ' ')})")
-            tickets.append([key, iso(ep, created), iso(ep, max(end, created) + 600), host, svc, iso(ep, hard), resolution,
-                            "true" if fp else "false", summary])
+            tickets.append([key, host, svc, iso(ep, hard) + "Z", "true" if fp else "false", iso(ep, created) + "Z",
+                            iso(ep, max(end, created) + 600) + "Z", resolution, summary])
         if end > hard and t0 <= end < t1:
             lines.append((end, f"SERVICE ALERT: {host};{svc};OK;HARD;3;{OK_TEXT.format(svc=svc)}"))
     lines.sort(key=lambda x: x[0])
     nag = "".join(f"[{ep + int(t)}] {m}\n" for t, m in lines)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["key", "created", "resolved", "host", "service", "alert_time", "resolution", "false_positive", "summary"])
+    w.writerow(TICKET_COLUMNS)
     w.writerows(tickets)
     return nag, buf.getvalue()
 
