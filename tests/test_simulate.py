@@ -326,3 +326,25 @@ def test_project_parsers_accept_every_output(small_run):
             reasons = [r for r in reasons if "first sample of the counter series in this file" not in r]
         assert rows > 0, (name, fmt)
         assert set(reasons) <= allowed, (name, fmt, sorted(set(reasons))[:5])
+
+
+def test_render_memory_is_bounded_per_rack_day():
+    """One rack-day (48 nodes x 57 metrics x 1440 steps) renders within a fixed memory budget, whatever the horizon."""
+    import tempfile
+    import tracemalloc
+
+    from tasks.simulate.cluster import render_batch
+
+    cfg = SimConfig(n_nodes=96, ldms_racks=())
+    peaks = []
+    with tempfile.TemporaryDirectory() as d:
+        for horizon in (1, 6):
+            sched = build_schedule(cfg, horizon)
+            sched.node_events(np.arange(1))  # build the per-node index outside the measurement
+            tracemalloc.start()
+            render_batch(sched, Path(d), horizon - 1, 1)
+            peaks.append(tracemalloc.get_traced_memory()[1] / 2**20)
+            tracemalloc.stop()
+    values_mb = 48 * len(METRICS) * 1440 * 8 / 2**20  # 30 MiB of float64 values
+    assert max(peaks) < 8 * values_mb, peaks  # < ~240 MiB per rack-day in flight (measured ~125 MiB)
+    assert peaks[1] < 1.5 * peaks[0], peaks  # does not grow with the horizon
