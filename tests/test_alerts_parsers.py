@@ -141,7 +141,8 @@ def test_tickets_wrong_column_set():
 
 def test_tickets_join_alerts_into_ruad_labels():
     alerts_rows, _ = run(parse_nagios, (
-        f"[{T0}] SERVICE ALERT: cn001;CPU Load;CRITICAL;HARD;3;x\n"        # ticketed false positive
+        f"[{T0 - 120}] SERVICE ALERT: cn001;CPU Load;CRITICAL;SOFT;1;x\n"  # opens the interval
+        f"[{T0}] SERVICE ALERT: cn001;CPU Load;CRITICAL;HARD;3;x\n"        # ticketed false positive (the HARD one)
         f"[{T0 + 900}] SERVICE ALERT: cn001;CPU Load;OK;HARD;1;x\n"
         f"[{T0 + 60}] HOST ALERT: cn002;DOWN;HARD;1;x\n"                   # real outage, ticket says not FP
         f"[{T0 + 1800}] HOST ALERT: cn002;DOWN;HARD;2;x\n"                 # still down: same interval
@@ -207,3 +208,21 @@ def test_pipeline_stages_alerts_and_tickets_with_accounting(store, tmp_path):
     iv = ruad_label_intervals(alerts, tickets, datetime.fromtimestamp(T0 + 3600, UTC))
     # cn001's CRITICAL is a ticketed false positive; cn002's DOWN (ticket says real) stays
     assert iv["node"].tolist() == ["cn002"] and iv["alert_id"].tolist() == [f"cn002/HOST@{T0 + 60}"]
+
+
+def test_reads_what_the_simulator_writes():
+    """Header and value forms of tasks/simulate/records.py (Jira-like tickets, Nagios log with rotation lines)."""
+    from tasks.simulate.records import TICKET_COLUMNS
+
+    tickets = ",".join(TICKET_COLUMNS) + "\n" + (
+        "HPC-00000107,cn0107,check_temp,2026-01-01T00:02:00Z,true,2026-01-01T01:00:00Z,2026-01-01T02:00:00Z,"
+        "False Positive,\"cn0107 check_temp CRITICAL (check timeout, not reproducible)\"\n"  # csv.writer quotes it
+    )
+    rows, rej = run(parse_tickets_csv, tickets.encode())
+    assert rej.num_rows == 0 and rows.column("alert_id").to_pylist() == [f"cn0107/check_temp@{T0 + 120}"]
+    nag = (f"[{T0}] LOG ROTATION: DAILY\n[{T0}] LOG VERSION: 2.0\n"
+           f"[{T0 + 120}] SERVICE ALERT: cn0107;check_temp;CRITICAL;HARD;3;CRITICAL - CPU temperature 95 C (threshold 90 C)\n")
+    rows, rej = run(parse_nagios, nag.encode())
+    assert rows.column("alert_id").to_pylist() == [f"cn0107/check_temp@{T0 + 120}"]
+    assert rej.column("reason").to_pylist() == ["parse: not an alert line (Nagios 'LOG ROTATION')",
+                                                "parse: not an alert line (Nagios 'LOG VERSION')"]

@@ -390,10 +390,11 @@ def sniff_tickets_csv(head: bytes) -> float:
 def ruad_label_intervals(alerts: pa.Table, tickets: pa.Table | None, until: datetime) -> dict[str, np.ndarray]:
     """Node-anomaly intervals for RUAD labels (Molan et al., RUAD, Section 3.1).
 
-    An interval opens at a critical alert (state ``CRITICAL`` or ``DOWN``) of a (node, service)
-    that is not already in a critical interval and closes at the next non-critical state change of
-    that (node, service), or at ``until``. Intervals whose opening alert a ticket marks
-    ``false_positive`` (joined on ``alert_id``) are dropped. Returns columns
+    An interval opens at a critical alert (state ``CRITICAL`` or ``DOWN``, SOFT or HARD) of a
+    (node, service) that is not already in a critical interval and closes at the next non-critical
+    state change of that (node, service), or at ``until``. An interval is dropped when a ticket
+    marks any of its critical alerts ``false_positive`` (joined on ``alert_id``; tickets usually
+    refer to the HARD alert, which follows the SOFT one that opened the interval). Returns columns
     ``node, service, start, end, alert_id, severity`` (severity ``"critical"``; times UTC
     ``datetime64[ns]``), ready for :func:`models.labels.labels_from_intervals` or
     :func:`models.labels.critical_minus_false_positives`.
@@ -410,10 +411,11 @@ def ruad_label_intervals(alerts: pa.Table, tickets: pa.Table | None, until: date
     until_ns = int(pd.Timestamp(until).tz_convert("UTC").value)
     out: dict[str, list] = {"node": [], "service": [], "start": [], "end": [], "alert_id": []}
     open_: tuple[str, str, int, str] | None = None
+    members: list[str] = []  # alert ids of the critical alerts of the open interval
 
     def close(end_ns: int) -> None:
         node, service, start, aid = open_  # type: ignore[misc]
-        if aid not in fp_ids:
+        if not fp_ids.intersection(members):
             for k, v in zip(("node", "service", "start", "end", "alert_id"), (node, service, start, end_ns, aid), strict=True):
                 out[k].append(v)
 
@@ -425,7 +427,10 @@ def ruad_label_intervals(alerts: pa.Table, tickets: pa.Table | None, until: date
         critical = states[i] in CRITICAL_STATES
         if critical and open_ is None:
             open_ = (nodes[i], services[i], int(t_ns[i]), ids[i])
-        elif not critical and open_ is not None:
+            members = [ids[i]]
+        elif critical:
+            members.append(ids[i])
+        elif open_ is not None:
             close(int(t_ns[i]))
             open_ = None
     if open_ is not None:
