@@ -22,8 +22,8 @@ from tasks.simulate.metrics import COUNTERS, METRIC_NAMES, METRICS
 from tasks.simulate.schedule import build_schedule
 from tasks.simulate.truth import STATES
 
-RFC5424 = re.compile(r"^<(\d{1,3})>1 (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00) (\S+) (\S+) (\d+) - - (.*)$")
-RFC3164 = re.compile(r"^<(\d{1,3})>([A-Z][a-z]{2}) ([ \d]\d) (\d\d:\d\d:\d\d) (\S+) ([^\[\s]+)\[(\d+)\]: (.*)$")
+RFC5424 = re.compile(r"^<(\d{1,3})>1 (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00) (\S+) (\S+) (\d+|-) - - (.*)$")
+RFC3164 = re.compile(r"^<(\d{1,3})>([A-Z][a-z]{2}) ([ \d]\d) (\d\d:\d\d:\d\d) (\S+) ([^\[\s:]+)(?:\[(\d+)\])?: (.*)$")
 NAGIOS = re.compile(r"^\[(\d+)\] (SERVICE ALERT: [^;]+;[^;]+;(OK|WARNING|CRITICAL|UNKNOWN);(SOFT|HARD);\d+;.*|"
                     r"HOST ALERT: [^;]+;(UP|DOWN|UNREACHABLE);(SOFT|HARD);\d+;.*|LOG ROTATION: DAILY|LOG VERSION: 2\.0)$")
 

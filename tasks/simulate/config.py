@@ -15,6 +15,7 @@ from typing import Any
 
 THUNDER_FIT: dict[str, Any] = {
     "source": "LLNL-Thunder-2007-1.1-cln.swf.gz (Parallel Workloads Archive), fitted by tasks/simulate/fit_swf.py",
+    "max_nodes": 1002,
     "interarrival_weibull_shape": 0.5789,
     "interarrival_weibull_scale_s": 54.056,
     "hour_profile": (
@@ -82,7 +83,6 @@ ANOMALY_TYPES: tuple[str, ...] = (
 )
 """Ground-truth anomaly types; ``misconfiguration`` is the rack-level one (SaNSA §III-B rack 13)."""
 
-FAILURE_CAUSES: tuple[str, ...] = ("memory_ue", "cpu_mce", "kernel_panic", "network_ib", "power_supply", "disk", "rack_power")
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,6 @@ PRECURSOR_KIND = {
 _NODE_CAUSES = ("memory_ue", "cpu_mce", "kernel_panic", "network_ib", "power_supply", "disk")
 _NODE_CAUSE_P = np.array([0.3, 0.15, 0.2, 0.15, 0.1, 0.1])
 
-FAILURE_COLUMNS = ["node", "t_fail", "t_detect", "t_boot", "t_up", "cause", "correlated", "precursor_start"]
 
 
 def weibull_scale(cfg: SimConfig, frail: bool) -> float:

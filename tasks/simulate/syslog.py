@@ -48,7 +48,10 @@ def _day_prefix(epoch_s: int, day: int):  # noqa: ANN202 - returns a formatter c
         h, rem = divmod(sec, 3600)
         m, sc = divmod(rem, 60)
         if rfc == "5424":
-            return f"<{pri}>1 {iso_day}T{h:02d}:{m:02d}:{sc:02d}.{us:06d}+00:00 {host_app} {pid} - - {msg}"
+            procid = pid if pid >= 0 else "-"
+            return f"<{pri}>1 {iso_day}T{h:02d}:{m:02d}:{sc:02d}.{us:06d}+00:00 {host_app} {procid} - - {msg}"
+        if pid < 0:  # kernel messages carry no PID (rsyslog imklog: "host kernel: msg")
+            return f"<{pri}>{bsd_day} {h:02d}:{m:02d}:{sc:02d} {host_app}: {msg}"
         return f"<{pri}>{bsd_day} {h:02d}:{m:02d}:{sc:02d} {host_app}[{pid}]: {msg}"
 
     return fmt
@@ -87,6 +90,8 @@ class _Filler:
 
 @functools.lru_cache(maxsize=65536)
 def _pid(node: int, app: str) -> int:
+    if app == "kernel":
+        return -1
     return 1000 + (hash_str(app) * 7919 + node * 104729) % 60000
 
 

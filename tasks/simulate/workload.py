@@ -24,7 +24,6 @@ from tasks.simulate.rng import rng
 CHUNK = 256
 STARVATION_S = 4 * 3600.0
 SCAN_LIMIT = 64
-LEVELS = ("util", "mem", "net", "ib", "disk_r", "disk_w", "lustre")
 
 
 @dataclass
@@ -53,8 +52,8 @@ def arrivals_chunk(cfg: SimConfig, c: int, tau0: float) -> tuple[pd.DataFrame, f
     """Jobs ``c*CHUNK .. (c+1)*CHUNK-1``: attributes drawn from stream ``jobs/c``; returns them and the last op-time."""
     w = cfg.workload
     g = rng(cfg.seed, "jobs", c)
-    rate_scale = w.get("max_nodes", 1002) if "max_nodes" in w else 1002
-    scale = w["interarrival_weibull_scale_s"] * rate_scale / (cfg.n_nodes * cfg.load_scale)
+    # the trace's arrival rate belongs to its machine size: rescale to n_nodes
+    scale = w["interarrival_weibull_scale_s"] * w["max_nodes"] / (cfg.n_nodes * cfg.load_scale)
     gaps = g.weibull(w["interarrival_weibull_shape"], CHUNK) * scale
     tau = tau0 + np.cumsum(gaps)
     submit = _warp(cfg, tau)
@@ -146,11 +145,8 @@ def schedule_jobs(
     busy = np.zeros(n, dtype=bool)
     pointer = 0
     heap: list[tuple[float, int, int]] = []  # (time, kind, job row); kind 0=end,1=arrive,2=tick
-    chunks: list[pd.DataFrame] = []
     tau = 0.0
     c = 0
-    rows: list[dict] = []
-    alloc: list[np.ndarray] = []
     pending: list[int] = []
     jobs_all: list[pd.DataFrame] = []
     # pre-draw arrivals up to t_stop
@@ -263,5 +259,4 @@ def schedule_jobs(
     offsets = np.concatenate([[0], np.cumsum([len(a) for a in kept_alloc])]).astype(np.int64)
     nodes = np.concatenate(kept_alloc) if kept_alloc else np.zeros(0, dtype=int)
     J["alloc_n"] = np.diff(offsets)
-    del chunks, rows
     return Jobs(J, offsets, nodes.astype(np.int64))
