@@ -163,16 +163,17 @@ def _validation(ingest: dict[str, Any]) -> dict[str, Any]:
 def _score_days(st: Store, days: list[date], kind: str, model_run: str, force: bool, rec: RunRecorder,
                 workers: int) -> dict[date, dict[str, Any]]:
     """Score all (day, node batch) regions of ``days`` in parallel, then finish each day."""
-    from tasks.score import region_jobs
+    from tasks.score import region_jobs, scores_cube_id
 
     logger = get_run_logger()
     prepare_scores_task(st.url)
     jobs = {d: region_jobs(st, d, kind, model_run) for d in days}
+    cube_id = scores_cube_id(st)
     runner = ThreadPoolTaskRunner(max_workers=max(1, workers))
     futures: dict[date, list[tuple[ScoreJob, Any]]] = {}
     with runner:
         for d, js in jobs.items():
-            fp = telemetry_fingerprint(st, d)
+            fp = f"{telemetry_fingerprint(st, d)}-{cube_id}"
             opts = score_task.with_options(refresh_cache=True) if force else score_task
             futures[d] = [(j, runner.submit(opts, {"job": j, "fingerprint": fp})) for j in js]
         out: dict[date, dict[str, Any]] = {}

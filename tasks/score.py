@@ -23,6 +23,7 @@ import hashlib
 import io
 import json
 import time
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -116,7 +117,7 @@ def _create(store: Store, spec: CubeSpec, tele: Geometry, node_info: dict[str, d
                                              chunks=tuple(min(a, b) for a, b in zip(chunks, shape, strict=True))), v.attrs)
         encoding[v.name] = {"chunks": chunks, "compressors": compressors(), "fill_value": v.fill_value}
     attrs = {**spec.attrs, "epoch": tele.epoch.isoformat(), "node_chunk": c, "alloc_days": tele.n_days,
-             "telemetry_cube": "telemetry.zarr"}
+             "telemetry_cube": "telemetry.zarr", "cube_id": uuid.uuid4().hex}
     ds = xr.Dataset(data_vars, coords=coords, attrs=attrs)
     with quiet_consolidated():
         ds.to_zarr(store.url_of("cubes", spec.key), mode="w-", compute=False, encoding=encoding, zarr_format=3,
@@ -311,6 +312,15 @@ def telemetry_fingerprint(store: Store, day: date) -> str | None:
     if m is None:
         return None
     return hashlib.sha256(json.dumps(m.get("inputs"), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def scores_cube_id(store: Store) -> str | None:
+    """Random id written when ``cubes/scores.zarr`` was created (a recreated cube invalidates cached regions)."""
+    import zarr
+
+    if not store.exists("cubes", "scores.zarr", "zarr.json"):
+        return None
+    return zarr.open_group(store.url_of("cubes", "scores.zarr"), mode="r", use_consolidated=False).attrs.get("cube_id")
 
 
 def region_jobs(store: Store, day: date, kind: str, model_run: str) -> list[ScoreJob]:
