@@ -123,13 +123,15 @@ def states_task(start: date, end: date, store: str) -> dict[str, Any]:
 def _ingest(st: Store, inbox: Path, days: list[date], rec: RunRecorder) -> dict[str, Any]:
     """Ingest every source's files of ``days`` (one ingest run per source; already ingested bytes are no-ops)."""
     from flows.ingest import INGEST_ORDER, run_source
-    from tasks.inbox import SOURCE_FORMATS, day_files
+    from tasks.inbox import SOURCE_FORMATS, day_files, header_only
 
     files: dict[str, list[str]] = {}
+    empty: dict[str, list[str]] = {}
     for d in days:
         for src, fs in day_files(inbox, d).items():
-            files.setdefault(src, []).extend(fs)
-    out: dict[str, Any] = {}
+            for f in fs:
+                (empty if header_only(f) else files).setdefault(src, []).append(f)
+    out: dict[str, Any] = {s: {"status": "empty", "empty_files": fs} for s, fs in empty.items() if s not in files}
     for src in sorted(files, key=lambda s: INGEST_ORDER.index(s) if s in INGEST_ORDER else 99):
         try:
             m = run_source(src, sorted(set(files[src])), SOURCE_FORMATS.get(src, "auto"), store=st.url,
@@ -139,10 +141,10 @@ def _ingest(st: Store, inbox: Path, days: list[date], rec: RunRecorder) -> dict[
             out[src] = {"status": "failed", "error": str(e)}
             continue
         out[src] = {"run_id": m["run_id"], "status": m["status"], "files": len(m["inputs"]),
-                    "counts": m["counts"], "errors": m["errors"][:10]}
+                    "counts": m["counts"], "errors": m["errors"][:10], "empty_files": empty.get(src, [])}
         for err in m["errors"][:10]:
             rec.error(f"ingest {src}: {err}")
-    if not files:
+    if not files and not empty:
         rec.error(f"no input file for {', '.join(map(str, days))} in {inbox}")
     return out
 

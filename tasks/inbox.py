@@ -36,6 +36,21 @@ SOURCE_FORMATS: dict[str, str] = {"reservations": "reservations-csv", "tickets":
 """Formats fixed by the inbox layout (a header-only file cannot be sniffed); other sources use ``auto``."""
 
 
+def header_only(path: str | Path) -> bool:
+    """True for an uncompressed CSV file with a header line and no data row (e.g. a day without reservations).
+
+    Such files carry nothing to ingest; the nightly flow lists them as ``empty`` instead of handing
+    them to a parser that would quarantine them as unreadable.
+    """
+    p = Path(path)
+    if p.suffix.lower() != ".csv":
+        return False
+    with open(p, "rb") as f:
+        head = f.read(1 << 16)
+    lines = [ln for ln in head.splitlines() if ln.strip()]
+    return len(lines) <= 1 and len(head) < (1 << 16)
+
+
 def inbox_dir(inbox: str | None) -> Path:
     """The inbox directory: the argument, else ``$NODEWATCH_INBOX``, else ``./nodewatch-inbox``."""
     return Path(inbox or os.environ.get("NODEWATCH_INBOX") or "nodewatch-inbox")

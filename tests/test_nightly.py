@@ -33,6 +33,15 @@ def test_day_files_follow_the_inbox_layout(tmp_path):
     }
 
 
+def test_header_only_csv_is_empty(tmp_path):
+    from tasks.inbox import header_only
+
+    (tmp_path / "a.csv").write_text("ReservationName,StartTime,EndTime\n")
+    (tmp_path / "b.csv").write_text("ReservationName,StartTime,EndTime\nmaint,2026-01-01T08:00:00,2026-01-01T16:00:00\n")
+    (tmp_path / "c.log").write_text("one line\n")
+    assert header_only(tmp_path / "a.csv") and not header_only(tmp_path / "b.csv") and not header_only(tmp_path / "c.log")
+
+
 def test_simulate_day_needs_a_cluster(tmp_path):
     from tasks.inbox import simulate_day
 
