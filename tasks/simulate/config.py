@@ -118,6 +118,9 @@ class SimConfig:
     Admin maintenance
         maint_period_days: each row gets an admin window every maint_period_days (rows staggered);
         maint_hours: window length, starting at maint_start_hour UTC; maint_reboot_share: nodes rebooted in it.
+    User reservations
+        every user_resv_period_days a project gets user_resv_nodes contiguous nodes for user_resv_hours
+        (Slurm reservation without MAINT); only that project's jobs run there (SaNSA RESERVED_IDLE).
     Collectors / monitoring
         outage_per_node_day / outage_median_s: node collector outages (no telemetry rows);
         rack_outage_per_rack_year: whole-rack aggregator outages. ldms_racks: racks whose telemetry is
@@ -181,6 +184,10 @@ class SimConfig:
     maint_hours: float = 8.0
     maint_start_hour: int = 8
     maint_reboot_share: float = 0.9
+    # user reservations (RESERVED_IDLE)
+    user_resv_period_days: float = 10.0
+    user_resv_nodes: int = 32
+    user_resv_hours: float = 24.0
     # collectors / monitoring
     outage_per_node_day: float = 0.15
     outage_median_s: float = 900.0

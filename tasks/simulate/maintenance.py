@@ -54,3 +54,21 @@ def admin_reboots(cfg: SimConfig, topo: Topology, windows: pd.DataFrame) -> pd.D
             t_boot = t_down[j] + down[j]
             recs.append((int(n), t_down[j], t_boot, t_boot + kern[j] + user[j], kern[j], user[j]))
     return pd.DataFrame(recs, columns=["node", "t_fail", "t_boot", "t_up", "boot_kernel", "boot_user"])
+
+
+def user_reservations(cfg: SimConfig, t_end: float) -> pd.DataFrame:
+    """User reservations (index m, user, first node, n nodes, start, end) starting before ``t_end``."""
+    out = []
+    if cfg.user_resv_period_days <= 0 or cfg.user_resv_nodes <= 0 or cfg.user_resv_hours <= 0:
+        return pd.DataFrame(out, columns=["m", "user", "first", "n", "start", "end"])
+    n = min(cfg.user_resv_nodes, cfg.n_nodes)
+    m = 0
+    while True:
+        g = rng(cfg.seed, "maintenance", 10**6 + m)
+        start = (1.0 + m * cfg.user_resv_period_days) * 86400.0 + float(g.uniform(6, 12)) * 3600.0
+        if start >= t_end:
+            break
+        first = int(g.integers(0, cfg.n_nodes - n + 1))
+        out.append((m, int(g.integers(cfg.n_users)), first, n, start, start + cfg.user_resv_hours * 3600.0))
+        m += 1
+    return pd.DataFrame(out, columns=["m", "user", "first", "n", "start", "end"])

@@ -87,7 +87,7 @@ def sacct_text(sched: Schedule, day: int) -> str:
             "ElapsedRaw": str(int(round(el))), "Timelimit": slurm_duration(r.timelimit), "State": state, "ExitCode": exitc,
             "DerivedExitCode": "0:0", "NNodes": str(nn), "NCPUS": str(ncpu), "ReqCPUS": str(CPUS_PER_NODE * int(r.nnodes)),
             "ReqMem": f"{240 * int(r.nnodes)}G", "ReqTRES": req_tres, "AllocTRES": alloc_tres, "NodeList": hl,
-            "Reservation": "", "QOS": "normal", "WorkDir": f"/home/{user}/run{int(r.job_id) % 97}",
+            "Reservation": r.reservation, "QOS": "normal", "WorkDir": f"/home/{user}/run{int(r.job_id) % 97}",
         }
         out.append("|".join(base[f] for f in SACCT_FIELDS))
         if not len(nl):
@@ -193,6 +193,12 @@ def reservations_csv(sched: Schedule, day: int) -> str:
             nodes = [topo.names[i] for i in np.flatnonzero(topo.row == m.row)]
             w.writerow([f"maint_row{m.row}_{m.m:03d}", iso(ep, m.start), iso(ep, m.end), slurm_duration(m.end - m.start),
                         compress(nodes), len(nodes), "MAINT,IGNORE_JOBS,SPEC_NODES", "root", "(null)", "INACTIVE"])
+    for r in sched.user_resv.itertuples():
+        if r.start < t1 and r.end > t0:
+            nodes = [topo.names[i] for i in range(r.first, r.first + r.n)]
+            name = f"resv_u{int(r.user):04d}_{int(r.m):03d}"
+            w.writerow([name, iso(ep, r.start), iso(ep, r.end), slurm_duration(r.end - r.start), compress(nodes), len(nodes),
+                        "SPEC_NODES", f"u{int(r.user):04d}", f"proj{int(r.user) % 37:03d}", "INACTIVE"])
     for e in sched.emergency.itertuples():
         if e.start < t1 and e.end > t0:
             nodes = [topo.names[i] for i in topo.nodes_of_rack(e.rack)]

@@ -24,7 +24,7 @@ from tasks.simulate.failures import (
     node_renewal_failures,
     rack_events,
 )
-from tasks.simulate.maintenance import admin_reboots, maintenance_windows
+from tasks.simulate.maintenance import admin_reboots, maintenance_windows, user_reservations
 from tasks.simulate.rng import rng
 from tasks.simulate.topology import Topology, build_topology
 from tasks.simulate.workload import Jobs, schedule_jobs
@@ -46,6 +46,7 @@ class Schedule:
     connloss: pd.DataFrame  # node start detect end
     maint: pd.DataFrame  # row m start end
     emergency: pd.DataFrame  # event rack start end
+    user_resv: pd.DataFrame  # m user first n start end
     anomalies: pd.DataFrame  # node start end type param
     outages: pd.DataFrame  # node start end (collector gaps)
     fp_alerts: pd.DataFrame  # node start end service
@@ -226,5 +227,9 @@ def build_schedule(cfg: SimConfig, n_days: int) -> Schedule:
     for a, b in misconfig_windows(cfg, t_ev):
         for n in topo.nodes_of_rack(cfg.misconfig_rack):
             planned[n].append((a, b))
-    jobs = schedule_jobs(cfg, t_stop, down, kill, planned)
-    return Schedule(cfg, topo, t_stop, frail, fails, reboots, connloss, maint, emergency, anomalies, outages, fp, jobs)
+    uresv = user_reservations(cfg, t_ev)
+    for r in uresv.itertuples():
+        for n in range(r.first, r.first + r.n):
+            planned[n].append((r.start, r.end))
+    jobs = schedule_jobs(cfg, t_stop, down, kill, planned, uresv)
+    return Schedule(cfg, topo, t_stop, frail, fails, reboots, connloss, maint, emergency, uresv, anomalies, outages, fp, jobs)

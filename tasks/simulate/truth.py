@@ -45,6 +45,9 @@ def states_table(sched: Schedule, day: int) -> pa.Table:
     for e in sched.emergency.itertuples():
         for i in sched.topo.nodes_of_rack(e.rack):
             spans[i].append((e.start, e.end, P["UNSCHEDULED_RESV"]))
+    for r in sched.user_resv.itertuples():
+        for i in range(r.first, r.first + r.n):
+            spans[i].append((r.start, r.end, P["RESERVED_IDLE"]))
     nodes, starts, ends, states = [], [], [], []
     for i in range(n):
         sp = [(max(a, t0), min(b, t1), p) for a, b, p in spans[i] if a < t1 and b > t0]

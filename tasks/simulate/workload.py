@@ -125,13 +125,16 @@ def schedule_jobs(
     down: list[list[tuple[float, float]]],
     kill: list[list[float]],
     planned: list[list[tuple[float, float]]],
+    resv: pd.DataFrame | None = None,
 ) -> Jobs:
     """Run the scheduler until ``t_stop`` (seconds since epoch).
 
     Args:
         down: per node, intervals when the node cannot start jobs (crash..up, reboots, emergency resv).
         kill: per node, times at which slurmctld sets the node DOWN (jobs on it end NODE_FAIL then).
-        planned: per node, intervals known in advance (MAINT reservations, misconfigured rack).
+        planned: per node, intervals known in advance (MAINT and user reservations, misconfigured rack).
+        resv: user reservations (:func:`tasks.simulate.maintenance.user_reservations`); their jobs come
+            from :func:`reservation_jobs`.
     """
     n = cfg.n_nodes
     ds, de = _padded(down)
@@ -253,10 +256,56 @@ def schedule_jobs(
     J["start"] = start
     J["end"] = end
     J["state"] = final_state
+    J["reservation"] = ""
     keep = np.isfinite(start)
     J = J[keep].reset_index(drop=True)
     kept_alloc = [alloc[i] for i in np.flatnonzero(keep)]
+    if resv is not None and len(resv):
+        RJ, ralloc = reservation_jobs(cfg, resv, t_stop, ds, de, km)
+        if len(RJ):
+            J = pd.concat([J, RJ[J.columns]], ignore_index=True)
+            kept_alloc += ralloc
     offsets = np.concatenate([[0], np.cumsum([len(a) for a in kept_alloc])]).astype(np.int64)
     nodes = np.concatenate(kept_alloc) if kept_alloc else np.zeros(0, dtype=int)
     J["alloc_n"] = np.diff(offsets)
     return Jobs(J, offsets, nodes.astype(np.int64))
+
+
+def reservation_jobs(cfg: SimConfig, resv: pd.DataFrame, t_stop: float, ds: np.ndarray, de: np.ndarray,
+                     km: np.ndarray) -> tuple[pd.DataFrame, list[np.ndarray]]:
+    """Jobs of the reservation's project inside each user reservation: back-to-back runs on the nodes that are up,
+    separated by idle gaps (SaNSA's RESERVED_IDLE); NODE_FAIL when one of their nodes goes DOWN."""
+    rows: list[dict] = []
+    allocs: list[np.ndarray] = []
+    for r in resv.itertuples():
+        g = rng(cfg.seed, "jobs", 10**7 + int(r.m))
+        nodes = np.arange(r.first, r.first + r.n)
+        t = r.start + g.exponential(1800.0)
+        k = 0
+        while t < min(r.end, t_stop) and k < 500:
+            up = ~((ds[nodes] <= t) & (de[nodes] > t)).any(1)
+            dur = float(np.clip(np.exp(g.normal(np.log(7200.0), 0.6)), 300.0, max(300.0, r.end - t)))
+            gap = float(g.exponential(2700.0))
+            levels = (g.beta(6, 2), g.beta(2, 3), np.exp(g.normal(np.log(2e6), 1.0)), np.exp(g.normal(np.log(5e7), 1.2)),
+                      np.exp(g.normal(np.log(2e5), 1.0)), np.exp(g.normal(np.log(5e5), 1.0)), np.exp(g.normal(np.log(3e6), 1.3)))
+            pick = nodes[up]
+            if len(pick):
+                end = min(t + dur, r.end)
+                kt = km[pick]
+                hit = kt[(kt >= t) & (kt < end)]
+                state = "COMPLETED"
+                if hit.size:
+                    end, state = float(hit.min()), "NODE_FAIL"
+                rows.append({"job_id": 900000 + int(r.m) * 1000 + k, "submit": round(t) - 60.0, "nnodes": len(pick),
+                             "runtime": round(end - t), "timelimit": float(np.ceil((r.end - t) / 300.0) * 300.0),
+                             "state": state, "pending_cancel": False, "cancel_at": np.nan, "user": int(r.user), "exit": 0,
+                             "util": levels[0], "mem": levels[1], "net": levels[2], "ib": levels[3], "disk_r": levels[4],
+                             "disk_w": levels[5], "lustre": levels[6], "ckpt_period": 0.0, "name": "campaign.sh",
+                             "start": float(round(t)), "end": float(round(end)),
+                             "reservation": f"resv_u{int(r.user):04d}_{int(r.m):03d}"})
+                allocs.append(pick.astype(np.int64))
+                t = end + gap
+            else:
+                t = t + gap
+            k += 1
+    return pd.DataFrame(rows), allocs
