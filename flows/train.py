@@ -78,8 +78,7 @@ def train(
         with rec.step("train_batches"):
             futures = train_batch_task.map(unmapped(pd), list(range(len(plan.batches))))
             results = [f.result() for f in futures]
-        with rec.step("evaluate"):
-            out = finish_run(st, RunPlan(**pd), results, rec)
+        out = finish_run(st, RunPlan(**pd), results, rec)
     except BaseException as e:
         rec.error(f"{type(e).__name__}: {e}")
         rec.finish("failed")

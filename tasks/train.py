@@ -383,16 +383,8 @@ def roc_png(scores: pd.DataFrame, path: str, store: Store) -> bool:
     return True
 
 
-def finish_run(store: Store, plan: RunPlan, results: list[dict[str, Any]], rec: RunRecorder) -> dict[str, Any]:
-    """Carry over failed nodes, evaluate, write metrics/table/ROC, move ``CURRENT``, close the manifest."""
-    prefix = run_prefix(plan.kind, plan.run_id)
-    failed: dict[str, dict[str, Any]] = {}
-    for r in results:
-        for node, reason in r["failed"].items():
-            origin = carry_over(store, plan.kind, plan.run_id, node, plan.previous)
-            failed[node] = {"reason": reason, "kept_model_from": origin}
-            rec.error(f"node {node}: {reason}" + (f" (kept model of run {origin})" if origin else " (no previous model)"))
-    store.write_json(failed, prefix, "failed.json")
+def _evaluate_run(store: Store, prefix: str) -> tuple[dict[str, Any], pd.DataFrame, str, bool]:
+    """Read the run's test scores and write metrics.json, table.md and roc.png."""
     parts = []
     for p in store.iter_files(prefix, "scores"):
         if p.endswith(".parquet") and "/.tmp-" not in p:
@@ -405,6 +397,21 @@ def finish_run(store: Store, plan: RunPlan, results: list[dict[str, Any]], rec: 
     store.write_json(ev, prefix, "metrics.json")
     store.write_bytes(table.encode(), prefix, "table.md")
     has_roc = roc_png(scores, f"{prefix}/roc.png", store) if len(scores) else False
+    return ev, scores, table, has_roc
+
+
+def finish_run(store: Store, plan: RunPlan, results: list[dict[str, Any]], rec: RunRecorder) -> dict[str, Any]:
+    """Carry over failed nodes, evaluate, write metrics/table/ROC, move ``CURRENT``, close the manifest."""
+    prefix = run_prefix(plan.kind, plan.run_id)
+    failed: dict[str, dict[str, Any]] = {}
+    for r in results:
+        for node, reason in r["failed"].items():
+            origin = carry_over(store, plan.kind, plan.run_id, node, plan.previous)
+            failed[node] = {"reason": reason, "kept_model_from": origin}
+            rec.error(f"node {node}: {reason}" + (f" (kept model of run {origin})" if origin else " (no previous model)"))
+    store.write_json(failed, prefix, "failed.json")
+    with rec.step("evaluate"):
+        ev, scores, table, has_roc = _evaluate_run(store, prefix)
     n_nodes = sum(len(b) for b in plan.batches)
     trained = n_nodes - len(failed)
     kept = sum(1 for f in failed.values() if f["kept_model_from"])
@@ -439,8 +446,7 @@ def run_training(store: Store, start: date, end: date, cfg: TrainConfig, nodes: 
                     results = list(ex.map(lambda i: train_batch(plan, i), range(len(plan.batches))))
             else:
                 results = list(mapper(plan, range(len(plan.batches))))
-        with rec.step("evaluate"):
-            return finish_run(store, plan, results, rec)
+        return finish_run(store, plan, results, rec)
     except BaseException as e:
         rec.error(f"{type(e).__name__}: {e}")
         rec.finish("failed")
