@@ -370,3 +370,17 @@ def test_render_memory_is_bounded_per_rack_day():
     values_mb = 48 * len(METRICS) * 1440 * 8 / 2**20  # 30 MiB of float64 values
     assert max(peaks) < 8 * values_mb, peaks  # < ~240 MiB per rack-day in flight (measured ~125 MiB)
     assert peaks[1] < 1.5 * peaks[0], peaks  # does not grow with the horizon
+
+
+@pytest.mark.slow
+def test_embedded_workload_parameters_come_from_the_thunder_fit(shared_data):
+    from tasks.simulate.config import THUNDER_FIT
+    from tasks.simulate.fit_swf import fit
+
+    f = fit(str(shared_data / "swf" / "LLNL-Thunder-2007-1.1-cln.swf.gz"))
+    assert f["max_nodes"] == THUNDER_FIT["max_nodes"]
+    assert f["interarrival_weibull_shape"] == pytest.approx(THUNDER_FIT["interarrival_weibull_shape"], abs=1e-3)
+    assert f["interarrival_weibull_scale_s"] == pytest.approx(THUNDER_FIT["interarrival_weibull_scale_s"], rel=1e-3)
+    assert tuple(f["node_sizes"]) == THUNDER_FIT["node_sizes"]
+    assert np.allclose(f["size_log_runtime_means"], THUNDER_FIT["size_log_runtime_means"], atol=1e-3)
+    assert np.allclose(f["hour_profile"], THUNDER_FIT["hour_profile"], atol=1e-3)
