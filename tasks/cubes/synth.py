@@ -56,10 +56,11 @@ def write_telemetry_day(
     Each (node, metric) series is ``base + amplitude * sin(2πt/day) + noise`` rounded to 0.01;
     ``drop_frac`` removes that fraction of rows at random (gaps).
     """
-    rng = np.random.default_rng([seed, day.toordinal()])
     n_n, n_m = len(nodes), len(metrics)
-    base = rng.uniform(10, 500, (n_n, n_m))
-    amp = rng.uniform(0, 50, (n_n, n_m))
+    levels = np.random.default_rng(seed)  # per (node, metric) level and daily amplitude: the same every day
+    base = levels.uniform(10, 500, (n_n, n_m))
+    amp = levels.uniform(0, 50, (n_n, n_m))
+    rng = np.random.default_rng([seed, day.toordinal()])
     step = pd.Timedelta(freq)
     per_slice = int(pd.Timedelta(minutes=slice_minutes) / step)
     steps = int(pd.Timedelta("1D") / step)
