@@ -68,12 +68,21 @@ def build_suite(name: str, expectations: list[Expectation]) -> Any:
     suite = gx.ExpectationSuite(name=name)
     for e in expectations:
         cls = getattr(gx.expectations, e.type)
-        kwargs = {k: v for k, v in e.kwargs.items() if v is not None or k in ("min_value", "max_value")}
+        kwargs = {k: _gx_value(v) for k, v in e.kwargs.items() if v is not None or k in ("min_value", "max_value")}
         if e.type.startswith("ExpectColumnPair"):
             # a null on either side (e.g. a job that never started) is not a violation of the pair rule
             kwargs.setdefault("ignore_row_if", "either_value_is_missing")
         suite.add_expectation(cls(**kwargs, meta={"label": expectation_label(e)}))
     return suite
+
+
+def _gx_value(v: Any) -> Any:
+    """Timestamps become int64 ns since the epoch (UTC): validators hand timestamp columns to GX as
+    int64 ns, which GX compares vectorised (its datetime path maps a Python function per row)."""
+    if isinstance(v, pd.Timestamp | datetime):
+        ts = pd.Timestamp(v)
+        return int((ts.tz_convert("UTC") if ts.tzinfo else ts.tz_localize("UTC")).value)
+    return v
 
 
 def expectation_label(e: Expectation) -> str:

@@ -2,16 +2,26 @@
 
 Every identifier read from a file is checked here *before* it is used to build a path,
 a Zarr coordinate or a log message. The node-name rule is deliberately strict: ASCII
-letters, digits, ``-``, ``_`` and single dots (FQDN parts), 1–63 characters, starting with
-a letter or digit. That rules out ``..``, ``/``, NUL, whitespace, and unicode look-alikes.
+letters, digits, ``-``, ``_`` and single dots between parts (FQDN style), 1–63 characters,
+starting with a letter or digit. That rules out ``..``, ``/``, NUL, whitespace, a leading or
+trailing dot and unicode look-alikes.
 """
 
 from __future__ import annotations
 
 import re
 
-NODE_NAME_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9_\-]|\.(?!\.)){0,62}$"
-"""Regex a node name must match (anchored). Shared with the GX suites and pyarrow masks."""
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+NODE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*$"
+"""Regex a node name must match (anchored; valid for Python ``re`` and RE2/pyarrow alike).
+Together with :data:`NODE_NAME_MAX_LEN` it is the node-name rule; columns using it get both a
+regex and a length expectation in their GX suite."""
+
+NODE_NAME_MAX_LEN = 63
+"""Maximum length of a node name (a DNS label)."""
 
 _NODE_RE = re.compile(NODE_NAME_PATTERN)
 _SAFE_TOKEN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
@@ -23,7 +33,13 @@ class UnsafeNameError(ValueError):
 
 def is_valid_node_name(name: object) -> bool:
     """True if ``name`` is a string that satisfies :data:`NODE_NAME_PATTERN`."""
-    return isinstance(name, str) and _NODE_RE.fullmatch(name) is not None and not name.endswith(".")
+    return isinstance(name, str) and len(name) <= NODE_NAME_MAX_LEN and _NODE_RE.fullmatch(name) is not None
+
+
+def node_name_mask(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Vectorised :func:`is_valid_node_name` over an Arrow string array (nulls are invalid)."""
+    ok = pc.and_(pc.match_substring_regex(values, NODE_NAME_PATTERN), pc.less_equal(pc.utf8_length(values), NODE_NAME_MAX_LEN))
+    return np.asarray(pc.fill_null(ok, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def check_node_name(name: object) -> str:

@@ -17,6 +17,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from schemas.names import NODE_NAME_MAX_LEN, NODE_NAME_PATTERN
+
 
 @dataclass(frozen=True)
 class Column:
@@ -110,6 +112,13 @@ class TableSchema:
                 )
             if c.regex is not None:
                 out.append(Expectation("ExpectColumnValuesToMatchRegex", {"column": c.name, "regex": c.regex}))
+                if c.regex == NODE_NAME_PATTERN:
+                    out.append(
+                        Expectation(
+                            "ExpectColumnValueLengthsToBeBetween",
+                            {"column": c.name, "min_value": 1, "max_value": NODE_NAME_MAX_LEN},
+                        )
+                    )
         out.extend(self.extra_expectations)
         return out
 

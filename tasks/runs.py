@@ -1,7 +1,8 @@
 """Run ids, code version and the run recorder that writes manifests.
 
-Run ids sort by time: ``YYYYMMDDTHHMMSSZ-<6 hex>`` (UTC start time + short hash of flow,
-parameters and a nonce). A :class:`RunRecorder` accumulates inputs, counts, outputs and step
+Run ids sort by time: ``YYYYMMDDTHHMMSS.ffffffZ-<6 hex>`` (UTC start time to the microsecond +
+short hash of flow, parameters and a nonce), so "latest" is well defined even for runs started
+within the same second. A :class:`RunRecorder` accumulates inputs, counts, outputs and step
 timings, and writes ``runs/<run_id>.json`` atomically when the run ends.
 """
 
@@ -26,10 +27,10 @@ _REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def new_run_id(flow: str, parameters: dict[str, Any] | None = None, now: datetime | None = None) -> str:
-    """Sortable run id: UTC time + 6 hex chars of a hash of flow, parameters and a nonce."""
+    """Sortable run id: UTC time (µs) + 6 hex chars of a hash of flow, parameters and a nonce."""
     now = now or datetime.now(UTC)
     payload = json.dumps({"flow": flow, "p": parameters or {}, "n": uuid.uuid4().hex}, sort_keys=True, default=str)
-    return now.strftime("%Y%m%dT%H%M%S") + "Z-" + hashlib.sha256(payload.encode()).hexdigest()[:6]
+    return now.strftime("%Y%m%dT%H%M%S.%f") + "Z-" + hashlib.sha256(payload.encode()).hexdigest()[:6]
 
 
 @functools.cache

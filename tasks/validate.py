@@ -96,7 +96,7 @@ class BatchValidator:
             return np.ones(0, bool), []
         failures: list[tuple[np.ndarray, str]] = []
         if self.expectations:
-            df = batch.select(self.columns).to_pandas()
+            df = _gx_frame(batch.select(self.columns))
             with _LOCK:
                 gx_batch = self._bd.get_batch(batch_parameters={"dataframe": df})
                 res = gx_batch.validate(
@@ -154,6 +154,29 @@ class BatchValidator:
         stats = self.merged.statistics
         stats["successful_expectations"] = sum(r.success for r in self.merged.results)
         stats["unsuccessful_expectations"] = len(self.merged.results) - stats["successful_expectations"]
+
+
+def _gx_frame(batch: pa.Table) -> Any:
+    """The pandas frame GX validates, with dtypes GX compares vectorised.
+
+    GX's pandas ``between`` is vectorised only for int64/float64 columns; for datetimes and narrow
+    integers it maps a Python function over every row. So timestamps become int64 ns since the
+    epoch (matching the integer bounds :func:`schemas.gx_suite.build_suite` writes) and integers
+    int64 (float64 with NaN where null); values and outcomes are unchanged.
+    """
+    import pandas as pd
+
+    cols = {}
+    for name in batch.column_names:
+        col = batch.column(name)
+        if pa.types.is_timestamp(col.type):
+            col = col.cast(pa.timestamp("ns", tz=col.type.tz)).cast(pa.int64())
+        elif pa.types.is_integer(col.type):
+            col = col.cast(pa.int64())
+        elif pa.types.is_floating(col.type):
+            col = col.cast(pa.float64())
+        cols[name] = col.to_pandas()
+    return pd.DataFrame(cols)
 
 
 def write_data_docs(validators: Sequence[BatchValidator], run_id: str, directory: Path) -> Path | None:

@@ -164,3 +164,18 @@ def test_data_docs_written(store, tmp_path):
 
     html = Path(res.data_docs).read_text()
     assert "things" in html
+
+
+def test_list_column_check_flags_hostile_and_unknown_names():
+    from tasks.ingest.pipeline import _list_check
+
+    batch = pa.table({"node_list": pa.array([["cn1", "cn2"], ["cn1", "../x"], None, ["cn9"], []], pa.list_(pa.string()))})
+    (label_re, bad_re), (label_known, unknown) = _list_check("node_list", {"cn1", "cn2"})(batch)
+    assert label_re == "expect_list_values_to_match_regex(node_list)"
+    assert bad_re.tolist() == [False, True, False, False, False]
+    assert "in_set" in label_known and unknown.tolist() == [False, False, False, True, False]
+
+
+def test_node_name_length_is_an_expectation():
+    labels = [e.label for e in TABLE.expectations()]
+    assert "expect_column_value_lengths_to_be_between(node)" in labels

@@ -45,8 +45,9 @@ def test_run_ids_sort_by_time():
     from datetime import UTC, datetime
 
     a = new_run_id("f", now=datetime(2026, 1, 1, tzinfo=UTC))
-    b = new_run_id("f", now=datetime(2026, 1, 2, tzinfo=UTC))
-    assert a < b and len(a) == len("20260101T000000Z-abcdef")
+    b = new_run_id("f", now=datetime(2026, 1, 1, 0, 0, 0, 1, tzinfo=UTC))
+    c = new_run_id("f", now=datetime(2026, 1, 2, tzinfo=UTC))
+    assert a < b < c and a.startswith("20260101T000000.000000Z-") and len(a) == len("20260101T000000.000000Z-abcdef")
 
 
 def test_parquet_write_roundtrip(tmp_path):

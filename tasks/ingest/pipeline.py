@@ -32,14 +32,16 @@ import pyarrow.parquet as pq
 
 from schemas.gx_suite import runtime_expectations
 from schemas.manifest import InputRecord, RowCounts
-from schemas.names import NODE_NAME_PATTERN
-from tasks.ingest.base import Format, ParseContext, SourceSpec
+from schemas.names import node_name_mask
+from tasks.ingest.base import Format, ParseContext, ParseResult, SourceSpec
 from tasks.ingest.inputs import InputError, open_binary, read_head
 from tasks.runs import RunRecorder
 from tasks.store import Store
 from tasks.validate import BatchValidator, write_data_docs
 
 N_BUCKETS = 16
+VALIDATE_ROWS = 1_000_000
+"""Rows validated per GX call (parser batches are concatenated up to this size)."""
 QUARANTINE_SCHEMA = pa.schema(
     [
         pa.field("source_sha256", pa.string()),
@@ -96,7 +98,7 @@ def _list_check(column: str, known: set[str] | None) -> Callable[[pa.Table], lis
         flat = pc.list_flatten(col)
         parents = pc.list_parent_indices(col).to_numpy()
         out: list[tuple[str, object]] = []
-        bad = ~pc.fill_null(pc.match_substring_regex(flat, NODE_NAME_PATTERN), False).to_numpy(zero_copy_only=False)
+        bad = ~node_name_mask(flat)
         mask = np.zeros(batch.num_rows, bool)
         mask[parents[bad]] = True
         out.append((f"expect_list_values_to_match_regex({column})", mask))
@@ -110,26 +112,46 @@ def _list_check(column: str, known: set[str] | None) -> Callable[[pa.Table], lis
     return check
 
 
+_NS_PER_DAY = 86_400 * 10**9
+
+
 def _dates(times: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """YYYY-MM-DD strings (UTC) of a timestamp column; nulls give 'unknown'."""
-    t = pc.strftime(times, format="%Y-%m-%d") if len(times) else pa.array([], pa.string())
-    return np.asarray(pc.fill_null(t, "unknown").to_numpy(zero_copy_only=False), dtype=object)
+    """YYYY-MM-DD strings (UTC) of a timestamp column; nulls give 'unknown'.
+
+    Computed on integer days and formatted once per distinct day (strftime per row is slow).
+    """
+    if len(times) == 0:
+        return np.array([], dtype=object)
+    ns = pc.cast(times.cast(pa.timestamp("ns", tz="UTC")), pa.int64())
+    null = np.asarray(pc.is_null(ns).to_numpy(zero_copy_only=False), dtype=bool)
+    days = np.floor_divide(np.asarray(pc.fill_null(ns, 0).to_numpy(zero_copy_only=False), dtype=np.int64), _NS_PER_DAY)
+    uniq, inv = np.unique(days, return_inverse=True)
+    labels = np.array([str(np.datetime64(int(d), "D")) for d in uniq], dtype=object)
+    out = labels[inv]
+    out[null] = "unknown"
+    return out
 
 
 def _buckets(col: pa.ChunkedArray | pa.Array | None, n: int) -> np.ndarray:
     """Stable bucket of each row from a key column (all 0 when there is none)."""
     if col is None:
         return np.zeros(n, np.int64)
-    vals = pd.util.hash_array(np.asarray(col.to_numpy(zero_copy_only=False), dtype=object), categorize=True)
-    return (vals % N_BUCKETS).astype(np.int64)
+    enc = pc.dictionary_encode(col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
+    uniq = np.asarray(enc.dictionary.to_numpy(zero_copy_only=False), dtype=object)
+    per_value = (pd.util.hash_array(uniq, categorize=False) % N_BUCKETS).astype(np.int64)
+    codes = np.asarray(pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+    return np.where(codes >= 0, per_value[np.maximum(codes, 0)] if len(per_value) else 0, 0)
 
 
 class _Spool:
-    """Temporary parquet files partitioned by (date, bucket)."""
+    """Temporary parquet files partitioned by (date, bucket), buffered in memory up to ``max_rows``."""
 
-    def __init__(self, root: Path, name: str) -> None:
+    def __init__(self, root: Path, name: str, max_rows: int = 2_000_000) -> None:
         self.root = root / name
         self.parts: dict[tuple[str, int], list[Path]] = defaultdict(list)
+        self.buffer: dict[tuple[str, int], list[pa.Table]] = defaultdict(list)
+        self.buffered = 0
+        self.max_rows = max_rows
         self._seq = 0
 
     def add(self, table: pa.Table, dates: np.ndarray, buckets: np.ndarray) -> None:
@@ -137,24 +159,31 @@ class _Spool:
             return
         keys = pd.DataFrame({"d": dates, "b": buckets})
         for (d, b), idx in keys.groupby(["d", "b"], sort=True).indices.items():
-            part = table.take(pa.array(idx))
+            self.buffer[(d, int(b))].append(table.take(pa.array(idx)))
+        self.buffered += table.num_rows
+        if self.buffered >= self.max_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        for key, tables in sorted(self.buffer.items()):
+            d, b = key
             p = self.root / f"date={d}" / f"b={b}" / f"{self._seq:08d}.parquet"
             p.parent.mkdir(parents=True, exist_ok=True)
-            pq.write_table(part, p, compression="lz4")
+            pq.write_table(pa.concat_tables(tables), p, compression="lz4")
             self._seq += 1
-            self.parts[(d, int(b))].append(p)
+            self.parts[key].append(p)
+        self.buffer.clear()
+        self.buffered = 0
 
     def dates(self) -> list[str]:
-        return sorted({d for d, _ in self.parts})
+        return sorted({d for d, _ in self.parts} | {d for d, _ in self.buffer})
 
     def read(self, date: str, bucket: int) -> pa.Table | None:
-        files = self.parts.get((date, bucket))
-        if not files:
-            return None
-        return pa.concat_tables([pq.read_table(f) for f in files])
+        tables = [pq.read_table(f) for f in self.parts.get((date, bucket), [])] + self.buffer.get((date, bucket), [])
+        return pa.concat_tables(tables) if tables else None
 
     def buckets(self, date: str) -> list[int]:
-        return sorted(b for d, b in self.parts if d == date)
+        return sorted({b for d, b in self.parts if d == date} | {b for d, b in self.buffer if d == date})
 
 
 def _key_codes(tables: Sequence[pa.Table], key: Sequence[str]) -> pd.DataFrame:
@@ -240,16 +269,34 @@ class Ingestor:
             tz=self.tz,
             aliases=self.aliases,
         )
+        # Parser batches are validated together in chunks of >= VALIDATE_ROWS rows: GX has a fixed
+        # cost of ~1 s per validation call, independent of the number of rows.
+        pending: list[ParseResult] = []
+        n_pending = 0
         try:
             with open_binary(path) as stream:
                 for res in form.parse(stream, ctx):
-                    self._add_batch(rec, res.rows, res.rejects, path)
+                    pending.append(res)
+                    n_pending += res.rows_in
                     if on_rows:
                         on_rows(res.rows_in)
+                    if n_pending >= VALIDATE_ROWS:
+                        self._add_pending(rec, pending, path)
+                        pending, n_pending = [], 0
         except InputError as e:
             msg = str(e) if str(path) in str(e) or path.name in str(e) else f"{path}: {e}"
+            self._add_pending(rec, pending, path)  # rows read before the error are kept
+            pending = []
             self._quarantine_file(rec, msg)
+        self._add_pending(rec, pending, path)
         return rec
+
+    def _add_pending(self, rec: InputRecord, pending: list[ParseResult], path: Path) -> None:
+        if not pending:
+            return
+        rows = pa.concat_tables([p.rows for p in pending], promote_options="permissive")
+        rejects = pa.concat_tables([p.rejects for p in pending])
+        self._add_batch(rec, rows, rejects, path)
 
     def _quarantine_file(self, rec: InputRecord, message: str) -> None:
         rec.status = "quarantined-file"
@@ -310,7 +357,7 @@ class Ingestor:
             rows = rows.filter(pa.array(ok))
         if rows.num_rows == 0:
             return
-        rows = rows.append_column("source_sha256", pa.array([rec.sha256] * rows.num_rows, pa.string()))
+        rows = rows.append_column("source_sha256", pa.repeat(pa.scalar(rec.sha256, pa.string()), rows.num_rows))
         rows = rows.append_column("__order", pa.array(np.full(rows.num_rows, self._file_order[rec.sha256], np.int64)))
         key_col = self.spec.node_column or (self.schema.unique_key[0] if self.schema.unique_key else None)
         self.good.add(
