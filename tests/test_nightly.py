@@ -137,3 +137,14 @@ def test_nightly_partial_run_then_resume(tmp_path, prefect_harness):
     # ingest of the same files is a no-op the second time
     assert all(r["counts"].get(s, {}).get("staged", 0) == 0 for s, r in m2["outputs"]["ingest"].items()
                if s in ("telemetry", "syslog"))
+
+
+def test_cli_rejects_bad_dates(tmp_path):
+    from typer.testing import CliRunner
+
+    from flows.cli import UserError, app
+
+    r = CliRunner().invoke(app, ["--store", str(tmp_path), "backfill", "--start", "2026-01-05", "--end", "2026-01-01"])
+    assert isinstance(r.exception, UserError) and "--end 2026-01-01 is before --start 2026-01-05" in str(r.exception)
+    r = CliRunner().invoke(app, ["--store", str(tmp_path), "nightly", "--date", "2026-13-01"])
+    assert isinstance(r.exception, UserError) and "is not a date" in str(r.exception)
