@@ -83,7 +83,16 @@ def run_source(
     rec = RunRecorder(st, flow_name, {"source": source, "paths": paths, "format": fmt, "start": start, "end": end, "tz": tz})
     rec.write()
     try:
-        ing = new_ingestor(st, source, rec, start=start, end=end, tz=tz, future_tolerance_s=settings.future_tolerance_s)
+        ing = new_ingestor(
+            st,
+            source,
+            rec,
+            start=start,
+            end=end,
+            tz=tz,
+            future_tolerance_s=settings.future_tolerance_s,
+            service_hosts=settings.service_hosts,
+        )
         with rec.step("parse_validate"):
             for f in files:
                 ingest_file(ing, f, fmt)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from schemas.names import check_node_name
 from tasks.ingest.pipeline import Ingestor, known_nodes_and_aliases
 from tasks.ingest.registry import sources
 from tasks.runs import RunRecorder
@@ -28,10 +29,18 @@ def new_ingestor(
     tz: str = "UTC",
     future_tolerance_s: int = 300,
     check_known_nodes: bool = True,
+    service_hosts: tuple[str, ...] | list[str] = (),
 ) -> Ingestor:
-    """An :class:`Ingestor` for ``source`` with known nodes/aliases from the staged topology."""
+    """An :class:`Ingestor` for ``source`` with known nodes/aliases from the staged topology.
+
+    ``service_hosts`` (settings ``service_hosts``, env ``NODEWATCH_SERVICE_HOSTS``) are hosts that
+    are not compute nodes but whose rows are wanted, e.g. the Slurm controller whose slurmctld
+    lines report other nodes going DOWN: they count as known nodes for validation.
+    """
     spec = get_source(source)
     known, aliases = known_nodes_and_aliases(store) if (check_known_nodes and source != "topology") else (None, {})
+    if known is not None and service_hosts:
+        known = known | {check_node_name(h) for h in service_hosts}
     return Ingestor(
         store,
         spec,
