@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import warnings
 from datetime import date
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -256,3 +257,46 @@ def test_syslog_counts_by_severity_30min_and_1min(store, client):
     assert int(ds["lines"].isel(time=slice(0, 48)).sum()) == 6 == int(ds["lines_1min"].isel(time_1min=slice(0, 1440)).sum())
     assert (ds["lines"].isel(time=slice(48, 96)) == -1).all()  # day not aggregated yet: -1, not 0
     assert day_complete(store, D1, "syslog") and not day_complete(store, D1, "telemetry")
+
+
+def test_time_ordered_and_node_ordered_input_give_the_same_cube(tmp_path, client):
+    from tasks.cubes.synth import node_names, write_telemetry_day
+    from tasks.store import Store
+
+    a, b = Store(str(tmp_path / "a")), Store(str(tmp_path / "b"))
+    write_telemetry_day(a, D1, node_names(4), ["power_node", "load1", "temp_inlet"], freq="1min", seed=5, drop_frac=0.2)
+    tbl = a.read_staged("telemetry")
+    b.write_parquet(tbl.sort_by([("node", "ascending"), ("metric", "ascending"), ("time", "ascending")]),
+                    b.staged_key("telemetry", D1.isoformat(), "sorted"))
+    for s in (a, b):
+        build_days(s, "telemetry", [D1], client, node_batch=2)
+    da_, db_ = open_telemetry_cube(a).load(), open_telemetry_cube(b).load()
+    np.testing.assert_array_equal(da_["count"].values, db_["count"].values)
+    assert int(da_["count"].sum()) == tbl.num_rows
+    for k in ("mean", "min", "max", "std"):
+        np.testing.assert_allclose(da_[k].values, db_[k].values, rtol=1e-6, equal_nan=True)
+    # hand check one window against pandas
+    df = tbl.to_pandas()
+    w = df[(df.node == "cn0002") & (df.metric == "load1") & (df.time < pd.Timestamp("2026-03-01T00:15Z"))]["value"]
+    cell = da_.sel(node="cn0002", metric="load1").isel(time=0)
+    assert cell["count"].item() == len(w) and cell["std"].item() == pytest.approx(w.std(ddof=0), rel=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["garbage", "truncated", "missing-column"])
+def test_unreadable_staged_file_is_a_one_line_error_naming_it(store, client, kind):
+    from tasks.cubes.telemetry import StagedFileError
+
+    good = telemetry_table(["2026-03-01T00:00Z"], ["n1"], ["power_node"], [1.0])
+    key = store.staged_key("telemetry", "2026-03-01", "bad")
+    if kind == "missing-column":
+        store.write_parquet(good.drop_columns(["value"]), key)
+    else:
+        store.write_parquet(good, key)
+        data = Path(store.path(key)).read_bytes()
+        store.write_bytes(b"\x00garbage\xff" * 50 if kind == "garbage" else data[: len(data) // 2], key)
+    with pytest.raises(StagedFileError) as e:
+        build_days(store, "telemetry", [D1], client)
+    msg = str(e.value)
+    assert "\n" not in msg and "part-bad.parquet" in msg
+    assert ("missing column(s) value" in msg) if kind == "missing-column" else ("unreadable parquet" in msg)
+    assert not day_complete(store, D1)

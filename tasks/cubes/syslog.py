@@ -14,10 +14,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from schemas.cubes import SEVERITY_NAMES, SEVERITY_UNSET, SYSLOG_FINE_STEP, SYSLOG_STEP
-from tasks.cubes.telemetry import DEFAULT_BATCH_ROWS, ScanReport, _lookup
+from tasks.cubes.telemetry import DEFAULT_BATCH_ROWS, ScanReport, _lookup, staged_batches
 from tasks.store import Store
 
 N_SEV = len(SEVERITY_NAMES)
@@ -34,24 +33,22 @@ def count_lines(
     rep = ScanReport()
     day0 = pd.Timestamp(day, tz="UTC").value
     for path in files:
-        with store.fs.open(path, "rb") as f:
-            pf = pq.ParquetFile(f, read_dictionary=["node"])
-            for rb in pf.iter_batches(batch_size=batch_rows, columns=["time", "node", "severity"]):
-                rep.rows_read += rb.num_rows
-                t = rb.column("time").cast(pa.timestamp("ns", tz="UTC")).to_numpy(zero_copy_only=False).view(np.int64)
-                ti = (t - day0) // SYSLOG_FINE_STEP.value
-                sev_col = rb.column("severity")
-                sev = sev_col.fill_null(SEVERITY_UNSET).to_numpy(zero_copy_only=False).astype(np.int64)
-                ni = _lookup(rb.column("node"), nodes)
-                ok_time = (ti >= 0) & (ti < fine) & (t != np.iinfo(np.int64).min)
-                ok_sev = (sev >= 0) & (sev < N_SEV)
-                rep.drop("time outside the day", (~ok_time).sum())
-                rep.drop("severity out of range", (ok_time & ~ok_sev).sum())
-                rep.drop("node not on the cube axis", (ok_time & ok_sev & (ni < 0)).sum())
-                ok = ok_time & ok_sev & (ni >= 0)
-                rep.rows_used += int(ok.sum())
-                idx = (ni[ok] * fine + ti[ok]) * N_SEV + sev[ok]
-                fine_counts += np.bincount(idx, minlength=len(fine_counts))
+        for rb in staged_batches(store, path, ["time", "node", "severity"], ["node"], batch_rows):
+            rep.rows_read += rb.num_rows
+            t = rb.column("time").cast(pa.timestamp("ns", tz="UTC")).to_numpy(zero_copy_only=False).view(np.int64)
+            ti = (t - day0) // SYSLOG_FINE_STEP.value
+            sev_col = rb.column("severity")
+            sev = sev_col.fill_null(SEVERITY_UNSET).to_numpy(zero_copy_only=False).astype(np.int64)
+            ni = _lookup(rb.column("node"), nodes)
+            ok_time = (ti >= 0) & (ti < fine) & (t != np.iinfo(np.int64).min)
+            ok_sev = (sev >= 0) & (sev < N_SEV)
+            rep.drop("time outside the day", (~ok_time).sum())
+            rep.drop("severity out of range", (ok_time & ~ok_sev).sum())
+            rep.drop("node not on the cube axis", (ok_time & ok_sev & (ni < 0)).sum())
+            ok = ok_time & ok_sev & (ni >= 0)
+            rep.rows_used += int(ok.sum())
+            idx = (ni[ok] * fine + ti[ok]) * N_SEV + sev[ok]
+            fine_counts += np.bincount(idx, minlength=len(fine_counts))
     fine_counts = fine_counts.reshape(n, fine, N_SEV)
     coarse = fine_counts.reshape(n, fine // ratio, ratio, N_SEV).sum(axis=2)
     if coarse.max(initial=0) > np.iinfo(np.int32).max:
@@ -63,11 +60,9 @@ def syslog_nodes(store: Store, files: list[str]) -> set[str]:
     """Distinct node names in staged syslog files."""
     out: set[str] = set()
     for path in files:
-        with store.fs.open(path, "rb") as f:
-            pf = pq.ParquetFile(f, read_dictionary=["node"])
-            for rb in pf.iter_batches(batch_size=DEFAULT_BATCH_ROWS, columns=["node"]):
-                col = rb.column("node")
-                if pa.types.is_dictionary(col.type):
-                    col = col.dictionary_decode()
-                out.update(s for s in pc.unique(col).to_pylist() if s is not None)
+        for rb in staged_batches(store, path, ["node"], ["node"]):
+            col = rb.column("node")
+            if pa.types.is_dictionary(col.type):
+                col = col.dictionary_decode()
+            out.update(s for s in pc.unique(col).to_pylist() if s is not None)
     return out

@@ -16,6 +16,7 @@ of 15-min windows; the cube stores ``std`` (population, ddof=0) so that ``var = 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -30,6 +31,40 @@ from tasks.store import Store
 COLUMNS = ["time", "node", "metric", "value"]
 DEFAULT_BATCH_ROWS = 2_000_000
 DEFAULT_SLAB_ROWS = 36_000_000
+
+
+class StagedFileError(ValueError):
+    """A staged parquet file cannot be read (corrupt, truncated, missing columns): one-line message."""
+
+
+def staged_batches(
+    store: Store, path: str, columns: list[str], dictionary: list[str], batch_rows: int = DEFAULT_BATCH_ROWS,
+    row_groups: list[int] | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """Record batches of a staged file; any read error becomes a :class:`StagedFileError` naming the file."""
+    try:
+        with store.fs.open(path, "rb") as f:
+            pf = pq.ParquetFile(f, read_dictionary=dictionary)
+            missing = [c for c in columns if c not in pf.schema_arrow.names]
+            if missing:
+                raise StagedFileError(f"staged file {path}: missing column(s) {', '.join(missing)}")
+            yield from pf.iter_batches(batch_size=batch_rows, row_groups=row_groups, columns=columns)
+    except StagedFileError:
+        raise
+    except (OSError, pa.ArrowException, ValueError) as e:
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise StagedFileError(f"staged file {path}: unreadable parquet ({msg}); re-stage or remove it, then rebuild") from None
+
+
+def staged_row_groups(store: Store, path: str) -> list[int]:
+    """Row counts of the row groups of a staged file (``StagedFileError`` if unreadable)."""
+    try:
+        with store.fs.open(path, "rb") as f:
+            md = pq.ParquetFile(f).metadata
+        return [md.row_group(i).num_rows for i in range(md.num_row_groups)]
+    except (OSError, pa.ArrowException, ValueError) as e:
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise StagedFileError(f"staged file {path}: unreadable parquet ({msg}); re-stage or remove it, then rebuild") from None
 
 
 @dataclass
@@ -164,13 +199,11 @@ def plan_slabs(store: Store, files: list[str], slab_rows: int = DEFAULT_SLAB_ROW
     """Split staged files into slabs of whole row groups with about ``slab_rows`` rows each."""
     slabs: list[Slab] = []
     for path in files:
-        with store.fs.open(path, "rb") as f:
-            md = pq.ParquetFile(f).metadata
         groups: list[int] = []
         rows = 0
-        for i in range(md.num_row_groups):
+        for i, n in enumerate(staged_row_groups(store, path)):
             groups.append(i)
-            rows += md.row_group(i).num_rows
+            rows += n
             if rows >= slab_rows:
                 slabs.append(Slab(path, tuple(groups), rows))
                 groups, rows = [], 0
@@ -212,33 +245,31 @@ def scan_slab(
     rep = ScanReport()
     day0 = pd.Timestamp(day, tz="UTC").value
     step_ns = step.value
-    with store.fs.open(slab.path, "rb") as f:
-        pf = pq.ParquetFile(f, read_dictionary=["node", "metric"])
-        for rb in pf.iter_batches(batch_size=batch_rows, row_groups=list(slab.row_groups), columns=COLUMNS):
-            rep.rows_read += rb.num_rows
-            t = rb.column("time").cast(pa.timestamp("ns", tz="UTC")).to_numpy(zero_copy_only=False).view(np.int64)
-            x = rb.column("value").to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
-            ni = _lookup(rb.column("node"), nodes)
-            mi = _lookup(rb.column("metric"), metrics)
-            ti = (t - day0) // step_ns  # NaT (int64 min) lands far below 0
-            ok = (ti >= 0) & (ti < steps) & np.isfinite(x) & (ni >= 0) & (mi >= 0)
-            if not ok.all():
-                ok_time = (ti >= 0) & (ti < steps)
-                ok_val = np.isfinite(x)
-                rep.drop("time outside the day", (~ok_time).sum())
-                rep.drop("value null or not finite", (ok_time & ~ok_val).sum())
-                rep.drop("node not on the cube axis", (ok_time & ok_val & (ni < 0)).sum())
-                rep.drop("metric not on the cube axis", (ok_time & ok_val & (ni >= 0) & (mi < 0)).sum())
-                ni, ti, mi, x = ni[ok], ti[ok], mi[ok], x[ok]
-            rep.rows_used += len(x)
-            if len(x) == 0:
-                continue
-            if time_major is None:
-                # time-ordered input (collector order) hits few windows per batch in a time-major layout,
-                # node-ordered input in a node-major one; the result is the same, only the speed differs
-                time_major = (int(ti.max()) - int(ti.min()) + 1) / steps <= (int(ni.max()) - int(ni.min()) + 1) / n_n
-            flat = (ti * n_n + ni) * n_m + mi if time_major else (ni * steps + ti) * n_m + mi
-            stats.add(flat, x)
+    for rb in staged_batches(store, slab.path, COLUMNS, ["node", "metric"], batch_rows, list(slab.row_groups)):
+        rep.rows_read += rb.num_rows
+        t = rb.column("time").cast(pa.timestamp("ns", tz="UTC")).to_numpy(zero_copy_only=False).view(np.int64)
+        x = rb.column("value").to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+        ni = _lookup(rb.column("node"), nodes)
+        mi = _lookup(rb.column("metric"), metrics)
+        ti = (t - day0) // step_ns  # NaT (int64 min) lands far below 0
+        ok = (ti >= 0) & (ti < steps) & np.isfinite(x) & (ni >= 0) & (mi >= 0)
+        if not ok.all():
+            ok_time = (ti >= 0) & (ti < steps)
+            ok_val = np.isfinite(x)
+            rep.drop("time outside the day", (~ok_time).sum())
+            rep.drop("value null or not finite", (ok_time & ~ok_val).sum())
+            rep.drop("node not on the cube axis", (ok_time & ok_val & (ni < 0)).sum())
+            rep.drop("metric not on the cube axis", (ok_time & ok_val & (ni >= 0) & (mi < 0)).sum())
+            ni, ti, mi, x = ni[ok], ti[ok], mi[ok], x[ok]
+        rep.rows_used += len(x)
+        if len(x) == 0:
+            continue
+        if time_major is None:
+            # time-ordered input (collector order) hits few windows per batch in a time-major layout,
+            # node-ordered input in a node-major one; the result is the same, only the speed differs
+            time_major = (int(ti.max()) - int(ti.min()) + 1) / steps <= (int(ni.max()) - int(ni.min()) + 1) / n_n
+        flat = (ti * n_n + ni) * n_m + mi if time_major else (ni * steps + ti) * n_m + mi
+        stats.add(flat, x)
     return stats, rep, bool(time_major)
 
 
@@ -280,13 +311,11 @@ def scan_nodes_metrics(store: Store, files: list[str]) -> tuple[set[str], set[st
     nodes: set[str] = set()
     metrics: set[str] = set()
     for path in files:
-        with store.fs.open(path, "rb") as f:
-            pf = pq.ParquetFile(f, read_dictionary=["node", "metric"])
-            for rb in pf.iter_batches(batch_size=DEFAULT_BATCH_ROWS, columns=["node", "metric"]):
-                for col, acc in ((rb.column("node"), nodes), (rb.column("metric"), metrics)):
-                    if not pa.types.is_dictionary(col.type):
-                        col = pc.dictionary_encode(col)
-                    codes = col.indices.drop_null().to_numpy(zero_copy_only=False)
-                    used = np.flatnonzero(np.bincount(codes, minlength=len(col.dictionary)))
-                    acc.update(s for s in col.dictionary.take(pa.array(used, pa.int32())).to_pylist() if s is not None)
+        for rb in staged_batches(store, path, ["node", "metric"], ["node", "metric"]):
+            for col, acc in ((rb.column("node"), nodes), (rb.column("metric"), metrics)):
+                if not pa.types.is_dictionary(col.type):
+                    col = pc.dictionary_encode(col)
+                codes = col.indices.drop_null().to_numpy(zero_copy_only=False)
+                used = np.flatnonzero(np.bincount(codes, minlength=len(col.dictionary)))
+                acc.update(s for s in col.dictionary.take(pa.array(used, pa.int32())).to_pylist() if s is not None)
     return nodes, metrics
