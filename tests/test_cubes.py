@@ -300,3 +300,14 @@ def test_unreadable_staged_file_is_a_one_line_error_naming_it(store, client, kin
     assert "\n" not in msg and "part-bad.parquet" in msg
     assert ("missing column(s) value" in msg) if kind == "missing-column" else ("unreadable parquet" in msg)
     assert not day_complete(store, D1)
+
+
+def test_build_on_a_given_scheduler_address(store):
+    from distributed import LocalCluster
+
+    _stage_basic(store)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cl, \
+            dask_client(cl.scheduler_address) as c:
+        assert c.scheduler.address == cl.scheduler_address
+        res = build_days(store, "telemetry", [D1], c, node_batch=2)
+    assert res[0].status == "built" and res[0].report["rows_used"] == 7
