@@ -44,7 +44,7 @@ def generate(root: Path, n_nodes: int, n_days: int, n_metrics: int, freq: str, s
     """Stage synthetic telemetry; returns (store, rows, seconds). ``reuse`` keeps data of an identical earlier run."""
     stamp = root / "generated.json"
     params = {"nodes": n_nodes, "days": n_days, "metrics": n_metrics, "freq": freq, "seed": seed}
-    if reuse and stamp.exists() and json.loads(stamp.read_text())["params"] == params:
+    if reuse and stamp.exists() and (root / "staged").exists() and json.loads(stamp.read_text())["params"] == params:
         st = Store(str(root))
         shutil.rmtree(root / "cubes", ignore_errors=True)
         return st, json.loads(stamp.read_text())["rows"], 0.0
