@@ -179,3 +179,22 @@ def test_list_column_check_flags_hostile_and_unknown_names():
 def test_node_name_length_is_an_expectation():
     labels = [e.label for e in TABLE.expectations()]
     assert "expect_column_value_lengths_to_be_between(node)" in labels
+
+
+def test_same_key_different_values_is_a_quarantined_conflict(store, tmp_path):
+    a = _write(tmp_path / "a.csv", [f"{T0},cn001,1", f"{T0},cn001,2", f"{T0},cn001,1", f"{T0 + 60},cn001,5"])
+    _, res = _run(store, [a], data_docs=False)
+    c = res.counts
+    assert (c.rows_in, c.staged, c.quarantined, c.duplicates) == (4, 2, 1, 1)
+    # across runs: a later file disagreeing with what is staged
+    b = _write(tmp_path / "b.csv", [f"{T0 + 60},cn001,6", f"{T0 + 60},cn001,5"])
+    _, res2 = _run(store, [b], data_docs=False)
+    assert (res2.counts.staged, res2.counts.quarantined, res2.counts.duplicates) == (0, 1, 1)
+    reasons = _reasons_of(store, res2)
+    assert reasons == ["conflicting_duplicate(node,time): same key as an earlier row with different values"]
+    assert store.read_staged("things").column("value").to_pylist() == [1.0, 5.0]
+
+
+def _reasons_of(store, res):
+    q = pa.concat_tables([store.read_parquet(p.split(store.root + "/", 1)[1]) for p in res.quarantine_files])
+    return q.column("reason").to_pylist()

@@ -243,6 +243,7 @@ class Ingestor:
         self.result = IngestResult(table=self.schema.name)
         self._file_order: dict[str, int] = {}
         self._per_file: dict[str, InputRecord] = {}
+        self._names: dict[str, str] = {}
 
     # ------------------------------------------------------------------ per file
     def add_file(self, path: Path, fmt: str = "auto", on_rows: Callable[[int], None] | None = None) -> InputRecord:
@@ -256,6 +257,7 @@ class Ingestor:
             rec.message = f"same bytes already ingested by run {prev['run_id']}" if prev else "same bytes twice in this run"
             return rec
         self._per_file[raw.sha256] = rec
+        self._names[raw.sha256] = path.name
         self._file_order[raw.sha256] = len(self._file_order)
         try:
             form = detect_format(self.spec, path, fmt)
@@ -385,6 +387,7 @@ class Ingestor:
         """
         key = list(self.schema.unique_key)
         dup_by_file: dict[str, int] = defaultdict(int)
+        conflict_by_file: dict[str, int] = defaultdict(int)
         staged_by_file: dict[str, int] = defaultdict(int)
         run_id = self.recorder.run_id
         for date in self.good.dates():
@@ -403,13 +406,14 @@ class Ingestor:
                         if (existing is not None and self.spec.node_column)
                         else existing
                     )
-                    parts = [ex, t.select(key)] if ex is not None and ex.num_rows else [t.select(key)]
-                    codes = _key_codes(parts, key)
-                    dup = codes.duplicated(keep="first").to_numpy()[-t.num_rows :]
-                    if dup.any():
-                        shas = t.column("source_sha256").filter(pa.array(dup)).to_pylist()
-                        for s in shas:
-                            dup_by_file[s] += 1
+                    dup, conflict = self._duplicates(t, ex, key)
+                    if conflict.any():
+                        self._quarantine_conflicts(t.filter(pa.array(conflict)), date, key)
+                        for sha in t.column("source_sha256").filter(pa.array(conflict)).to_pylist():
+                            conflict_by_file[sha] += 1
+                    plain = dup & ~conflict
+                    for sha in t.column("source_sha256").filter(pa.array(plain)).to_pylist():
+                        dup_by_file[sha] += 1
                     keep = t.filter(pa.array(~dup)).drop_columns(["__order"])
                     keep = keep.sort_by([(k, "ascending") for k in key])
                     for s, c in pd.Series(keep.column("source_sha256").to_numpy(zero_copy_only=False)).value_counts().items():
@@ -437,6 +441,7 @@ class Ingestor:
             )
         for sha, rec in self._per_file.items():
             rec.counts.duplicates = dup_by_file.get(sha, 0)
+            rec.counts.quarantined += conflict_by_file.get(sha, 0)
             rec.counts.staged = staged_by_file.get(sha, 0)
             self.result.counts = self.result.counts.add(rec.counts)
             self.store.mark_ingested(self.spec.name, sha, run_id, self.schema.name)
@@ -461,11 +466,56 @@ class Ingestor:
         self.result.data_docs = self.store.url_of("validation", run_id, table, "index.html")
         self.recorder.add_output(f"data_docs_{table}", self.result.data_docs)
 
+    def _value_columns(self, key: list[str]) -> list[str]:
+        return [f.name for f in self.staged_schema if f.name not in key and f.name not in ("source_offset", "source_sha256")]
+
     def _existing(self, date: str, key: list[str]) -> pa.Table | None:
-        """Key columns of rows already staged for ``date`` (by earlier runs)."""
+        """Key and value columns of rows already staged for ``date`` (by earlier runs)."""
         if date == "unknown":
             return None
-        return self.store.read_staged(self.schema.name, [date], columns=key)
+        return self.store.read_staged(self.schema.name, [date], columns=key + self._value_columns(key))
+
+    def _duplicates(self, t: pa.Table, ex: pa.Table | None, key: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Masks over ``t``: rows whose key was seen before (staged earlier, or earlier in this run), and
+        among those the *conflicts*, whose other columns differ from the first occurrence's.
+
+        A plain duplicate is dropped and counted; a conflict (same key, different values, e.g. two
+        exports of one sample with different values) is quarantined, never silently dropped.
+        """
+        vcols = self._value_columns(key)
+        parts = [ex, t] if ex is not None and ex.num_rows else [t]
+        codes = _key_codes([p.select(key) for p in parts], key)
+        n_prev = len(codes) - t.num_rows
+        dup = codes.duplicated(keep="first").to_numpy()[n_prev:]
+        conflict = np.zeros(t.num_rows, bool)
+        if dup.any() and vcols:
+            group = codes.groupby(list(codes.columns), sort=False).ngroup().to_numpy()
+            first = pd.Series(np.arange(len(group))).groupby(group).transform("min").to_numpy()
+            rows = np.flatnonzero(dup)
+            values = pa.concat_tables([p.select(vcols) for p in parts], promote_options="permissive")
+            later = values.take(pa.array(n_prev + rows)).to_pylist()
+            earlier = values.take(pa.array(first[n_prev + rows])).to_pylist()
+            conflict[rows] = [a != b for a, b in zip(later, earlier, strict=True)]
+        return dup, conflict
+
+    def _quarantine_conflicts(self, rows: pa.Table, date: str, key: list[str]) -> None:
+        reason = f"conflicting_duplicate({','.join(key)}): same key as an earlier row with different values"
+        raw = [
+            json.dumps(r, default=str, ensure_ascii=False)[:4096]
+            for r in rows.drop_columns(["source_offset", "__order"]).to_pylist()
+        ]
+        q = pa.table(
+            {
+                "source_sha256": rows.column("source_sha256"),
+                "source_file": pa.array([self._names.get(s, "") for s in rows.column("source_sha256").to_pylist()], pa.string()),
+                "source_offset": rows.column("source_offset"),
+                "time": rows.column(self.schema.time_column).cast(pa.timestamp("ns", tz="UTC")),
+                "reason": pa.repeat(pa.scalar(reason), rows.num_rows),
+                "raw": pa.array(raw, pa.string()),
+            },
+            schema=QUARANTINE_SCHEMA,
+        )
+        self.bad.add(q, np.full(q.num_rows, date, object), np.zeros(q.num_rows, np.int64))
 
 
 def ingest_files(
