@@ -55,6 +55,10 @@ def bootstrap(inbox: str, store: str, history_days: int = 21, epochs: int = 5, w
     t = time.perf_counter()
     ing = _ingest(st, Path(inbox), days, rec)
     timings["ingest"] = time.perf_counter() - t
+    failed = {s: r.get("error") for s, r in ing.items() if r.get("status") == "failed"}
+    if "telemetry" not in ing or failed:
+        rec.finish("failed")
+        raise RuntimeError(f"demo ingest failed: {failed or 'no telemetry file in ' + inbox}")
     t = time.perf_counter()
     cubes = cubes_task(days[0], days[-1], st.url, False)
     timings["cubes"] = time.perf_counter() - t
