@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import time
 from datetime import date, timedelta
@@ -21,6 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow  # flows/__init__.py (imported first) has set the Prefect defaults
+
+DEMO_SERVICE_HOSTS = '["slurmctl01"]'
+"""The simulated Slurm controller: its syslog (``not responding, setting DOWN``) is node-state evidence."""
 
 DEMO_DEFAULTS: dict[str, Any] = {
     "n_nodes": 64, "nodes_per_rack": 16, "racks_per_row": 2, "step_s": 300, "seed": 1, "start": date(2026, 1, 1),
@@ -43,6 +47,7 @@ def bootstrap(inbox: str, store: str, history_days: int = 21, epochs: int = 5, w
     from tasks.store import Store
     from tasks.train import TrainConfig, run_training
 
+    os.environ.setdefault("NODEWATCH_SERVICE_HOSTS", DEMO_SERVICE_HOSTS)
     cfg = SimConfig(**{**DEMO_DEFAULTS, **(sim or {})})
     st = Store(store)
     rec = RunRecorder(st, "demo_bootstrap", {"inbox": inbox, "history_days": history_days, "epochs": epochs})
@@ -87,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nights", type=int, default=3)
     ap.add_argument("--epochs", type=int, default=5)
     args = ap.parse_args(argv)
+    os.environ.setdefault("NODEWATCH_SERVICE_HOSTS", DEMO_SERVICE_HOSTS)
 
     import logging
 
