@@ -197,8 +197,9 @@ def test_pipeline_stages_alerts_and_tickets_with_accounting(store, tmp_path):
     rec.finish()
     # 12 lines: 2 alerts staged, 1 duplicate (same alert_id), 1 unknown node + 8 parse rejects quarantined
     assert (ra.counts.rows_in, ra.counts.staged, ra.counts.duplicates, ra.counts.quarantined) == (12, 2, 1, 9)
-    # 6 records: T-1, T-2 staged, the repeated T-1 a duplicate, 3 rejects
-    assert (rt.counts.rows_in, rt.counts.staged, rt.counts.duplicates, rt.counts.quarantined) == (6, 2, 1, 3)
+    # 6 records: T-1, T-2 staged, 3 rejects, and the repeated T-1 with a different summary is a
+    # conflicting duplicate (same key, other values): quarantined, not dropped
+    assert (rt.counts.rows_in, rt.counts.staged, rt.counts.duplicates, rt.counts.quarantined) == (6, 2, 0, 4)
     q = pa.concat_tables([store.read_parquet(p.split(store.root + "/", 1)[1]) for p in ra.quarantine_files])
     reasons = dict(zip(q.column("source_offset").to_pylist(), q.column("reason").to_pylist(), strict=True))
     assert reasons[12].startswith("expect_column_values_to_be_in_set(node")
