@@ -489,7 +489,7 @@ class Ingestor:
         dup = codes.duplicated(keep="first").to_numpy()[n_prev:]
         conflict = np.zeros(t.num_rows, bool)
         if dup.any() and vcols:
-            group = codes.groupby(list(codes.columns), sort=False).ngroup().to_numpy()
+            group = codes.groupby(list(codes.columns), sort=False, dropna=False).ngroup().to_numpy()
             first = pd.Series(np.arange(len(group))).groupby(group).transform("min").to_numpy()
             rows = np.flatnonzero(dup)
             values = pa.concat_tables([p.select(vcols) for p in parts], promote_options="permissive")
