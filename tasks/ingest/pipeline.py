@@ -192,8 +192,11 @@ def _key_codes(tables: Sequence[pa.Table], key: Sequence[str]) -> pd.DataFrame:
     for k in key:
         arr = pa.chunked_array([c for t in tables for c in t.column(k).chunks], type=tables[0].schema.field(k).type)
         typ = arr.type
-        if pa.types.is_timestamp(typ) or pa.types.is_integer(typ) or pa.types.is_floating(typ):
-            cols[k] = arr.cast(pa.int64() if pa.types.is_timestamp(typ) else typ).to_numpy(zero_copy_only=False)
+        if pa.types.is_timestamp(typ) or pa.types.is_integer(typ):
+            # nulls become a sentinel so they group together (a null key is a value like any other)
+            cols[k] = pc.fill_null(arr.cast(pa.int64()), np.iinfo(np.int64).min).to_numpy(zero_copy_only=False)
+        elif pa.types.is_floating(typ):
+            cols[k] = arr.to_numpy(zero_copy_only=False)
         else:
             enc = pc.dictionary_encode(arr.combine_chunks())
             cols[k] = pc.fill_null(enc.indices, -1).to_numpy(zero_copy_only=False)
