@@ -1,0 +1,68 @@
+"""The ingest_jobs Prefect flow (ephemeral API via the session harness) and the CLI around it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import anyio
+import pytest
+
+FIX = Path(__file__).parent / "fixtures" / "jobs"
+
+
+def _artifact_keys() -> set[str]:
+    from prefect.client.orchestration import get_client
+
+    async def _keys() -> set[str]:
+        async with get_client() as c:
+            return {a.key for a in await c.read_artifacts() if a.key}
+
+    return anyio.run(_keys)
+
+
+@pytest.mark.slow
+def test_ingest_jobs_flow_manifest_artifacts_and_idempotence(prefect_harness, tmp_path):
+    from flows.ingest import ingest_jobs
+    from tasks.runs import load_manifest
+    from tasks.store import Store
+
+    files = [str(FIX / "sacct_simple.log"), str(FIX / "KTH-SP2-1996-2.1-cln-head.swf")]
+    store = str(tmp_path / "store")
+    m1 = ingest_jobs(files, store=store)
+    assert m1["status"] == "completed" and m1["flow"] == "ingest_jobs"
+    c = m1["counts"]["jobs"]
+    assert c["rows_in"] == c["staged"] + c["quarantined"] + c["duplicates"] and c["staged"] > 0
+    assert m1["outputs"]["data_docs_jobs"].endswith("index.html") and Path(m1["outputs"]["data_docs_jobs"]).exists()
+    assert {"ingest-jobs", "ingest-jobs-summary", "gx-data-docs-jobs"} <= _artifact_keys()
+    st = Store(store)
+    n = st.read_staged("jobs").num_rows
+    # same bytes again: nothing added, inputs listed as skipped
+    m2 = ingest_jobs(files, store=store)
+    assert m2["counts"]["jobs"]["rows_in"] == 0 and st.read_staged("jobs").num_rows == n
+    assert {i["status"] for i in m2["inputs"]} == {"skipped-duplicate-file"}
+    assert load_manifest(st, m2["run_id"]).parameters["paths"] == files
+
+
+@pytest.mark.slow
+def test_cli_ingest_summary_and_exit_codes(prefect_harness, tmp_path):
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    good = tmp_path / "in"
+    good.mkdir()
+    shutil.copy(FIX / "sacct_simple.log", good)
+    bad = tmp_path / "garbage.log"
+    bad.write_bytes(b"\x00\xff" * 100)
+    runner = CliRunner()
+    store = str(tmp_path / "s")
+    r = runner.invoke(app, ["--store", store, "ingest", "jobs", str(good), "--no-data-docs"])
+    assert r.exit_code == 0, r.output
+    assert "total jobs" in r.output and "nodewatch runs show" in r.output
+    r2 = runner.invoke(app, ["--store", store, "ingest", "jobs", str(bad), "--no-data-docs"])
+    assert r2.exit_code == 1 and "partial" in r2.output and "cannot tell the format" in r2.output
+    r3 = runner.invoke(app, ["--store", store, "runs", "list"])
+    assert r3.exit_code == 0 and "ingest" in r3.output
+    r4 = runner.invoke(app, ["--store", store, "jobs", "shapes", "all", "--png", str(tmp_path / "s.png")])
+    assert r4.exit_code == 0 and (tmp_path / "s.png").stat().st_size > 1000
