@@ -149,8 +149,13 @@ def test_deployments_schedules_and_ui_api(env):
     crons = {n: [s["schedule"].get("cron") for s in d.get("schedules", [])] for n, d in deps.items()}
     assert crons["nightly"] == ["0 2 * * *"] and crons["train"] == ["0 3 * * 0"] and crons["backfill"] == []
     assert deps["backfill"]["parameter_openapi_schema"]["properties"]["start"]["format"] == "date"
+    import prefect
+
     assert api.get("/health") is True
-    assert "version" in api.get("/admin/version") or api.get("/admin/version")
+    assert api.get("/admin/version") == prefect.__version__
+    # what the UI's flow-run list calls: the runs of the deployments so far (none yet) and the flows registered
+    flows = {f["name"] for f in api.post("/flows/filter", {})}  # type: ignore[union-attr]
+    assert {"nightly", "train_weekly", "backfill", "demo_bootstrap"} <= flows
 
 
 def test_nightly_run_through_the_api(env):
