@@ -7,7 +7,7 @@ the checkpoint tables, derives node states and writes the report). Prints a summ
 per night, precision/recall against the simulator's ground truth, a checkpoint-table excerpt, paths.
 
 Needs only the installed venv (no ``../shared/data``). Everything goes to ``--out`` (default
-``./nodewatch-demo``): ``inbox/`` (simulated files + ground truth) and ``store/``.
+``./demo-output``): ``inbox/`` (simulated files + ground truth) and ``store/``.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def _fmt(x: float | None) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the demo and print its summary."""
     ap = argparse.ArgumentParser(prog="python -m flows.demo", description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default="nodewatch-demo", help="output directory (inbox/ and store/), wiped first")
+    ap.add_argument("--out", default="demo-output", help="output directory (inbox/ and store/), wiped first")
     ap.add_argument("--nodes", type=int, default=DEMO_DEFAULTS["n_nodes"])
     ap.add_argument("--history-days", type=int, default=21)
     ap.add_argument("--nights", type=int, default=3)
