@@ -28,12 +28,10 @@ DEMO_SERVICE_HOSTS = '["slurmctl01"]'
 
 DEMO_DEFAULTS: dict[str, Any] = {
     "n_nodes": 64, "nodes_per_rack": 16, "racks_per_row": 2, "step_s": 300, "seed": 1, "start": date(2026, 1, 1),
-    "anomaly_share": 0.02, "misconfig_rack": 2, "misconfig_start_day": 22, "scheduler": "synchronous",
-    "node_mtbf_days": 60.0,
+    "anomaly_share": 0.02, "misconfig_rack": 2, "misconfig_start_day": 22, "node_mtbf_days": 60.0,
 }
 """Simulator settings of the demo: 5-min telemetry (the cube aggregates to 15 min anyway), 2% anomalous node-time,
-rack 2 misconfigured on the second nightly day. ``synchronous`` because the simulator's threaded renderer races
-on a lazily built per-schedule cache (reported)."""
+rack 2 misconfigured on the second nightly day, failures more frequent than the default (node MTBF 60 days)."""
 
 
 @flow(name="demo_bootstrap", log_prints=True)
