@@ -106,10 +106,9 @@ def plot_cmd(
     node: Annotated[str | None, typer.Option(help="Node to plot (default: one with a failure and anomalies).")] = None,
 ) -> None:
     """Plot one node's week: jobs, metrics, anomalies, precursors and failures."""
-    from tasks.simulate.plot import plot_node_week
-
     from flows.cli import UserError, console
     from schemas.names import check_node_name
+    from tasks.simulate.plot import plot_node_week
 
     if node is not None:
         check_node_name(node)
