@@ -91,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--epochs", type=int, default=5)
     args = ap.parse_args(argv)
     os.environ.setdefault("NODEWATCH_SERVICE_HOSTS", DEMO_SERVICE_HOSTS)
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")  # read when dask is first imported, below
 
     import logging
 
