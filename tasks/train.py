@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from models.base import NodeEstimator
 from models.metrics import PAPER_THRESHOLDS, f1_at_thresholds, per_node_auc, pooled_auc, pooled_roc
 from models.preprocess import chronological_split, feature_names, features_from_stats
+from models.thresholds import calibrated_thresholds
 from schemas.names import check_node_name
 from tasks.model_registry import ESTIMATORS, area, carry_over, estimator_params, kind_of, run_prefix, write_node
 from tasks.runs import RunRecorder
@@ -58,6 +59,7 @@ class TrainConfig:
     batch_size: int = 128
     lr: float = 1e-3
     threshold: float = 0.5
+    threshold_quantile: float | None = 0.99
     node_batch: int = 50
     workers: int = 2
     threads: int = 1
@@ -264,11 +266,17 @@ def train_batch(plan: RunPlan | dict[str, Any], index: int) -> dict[str, Any]:
             if vi == 0:
                 failed = {nodes[k]: reason for k, reason in est.failed_.items()}
                 hist = getattr(est, "history_", None)
+                thresholds = (
+                    calibrated_thresholds(score, None if y is None else y[:, sp:], cfg.threshold, cfg.threshold_quantile)
+                    if cfg.threshold_quantile
+                    else np.full(len(nodes), cfg.threshold)
+                )
                 for k, node in enumerate(nodes):
                     if node in failed:
                         continue
                     extra = {"n_train_windows": int(est.n_train_windows_[k]), "train_start": str(times[0]),
-                             "train_end": str(times[sp - 1]), "test_end": str(times[-1])}
+                             "train_end": str(times[sp - 1]), "test_end": str(times[-1]),
+                             "threshold": float(thresholds[k]), "threshold_rule": _threshold_rule(cfg)}
                     if hist is not None:
                         extra["curve"] = {"train_loss": hist.train_loss[k].tolist(), "val_loss": hist.val_loss[k].tolist(),
                                           "best_epoch": int(hist.best_epoch[k])}
@@ -284,6 +292,12 @@ def train_batch(plan: RunPlan | dict[str, Any], index: int) -> dict[str, Any]:
                "labels": None, "error": reason}
     _emit({"event": "batch_done", "batch": index, "failed": len(out["failed"])})
     return out
+
+
+def _threshold_rule(cfg: TrainConfig) -> str:
+    if not cfg.threshold_quantile:
+        return f"T={cfg.threshold}"
+    return f"max(T={cfg.threshold}, q{cfg.threshold_quantile} of held-out normal scores) (models/thresholds.py)"
 
 
 def _score_frame(nodes: list[str], times: np.ndarray, variant: str, score: np.ndarray, y: np.ndarray | None) -> pd.DataFrame:

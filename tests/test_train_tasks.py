@@ -60,7 +60,9 @@ def test_run_writes_registry_metrics_and_moves_current(store, tmp_path):
     assert store.current("models/ruad") == rid
     assert node_keys(store, "ruad", rid) == list(ds["node"].values)
     meta = store.read_json(f"models/ruad/{rid}", "nodes", "node0001.json")
-    assert len(meta["curve"]["train_loss"]) == 2 and len(meta["scaler"]["min"]) == 16 and meta["threshold"] == 0.5
+    assert len(meta["curve"]["train_loss"]) == 2 and len(meta["scaler"]["min"]) == 16
+    # per-node alert threshold: max(T=0.5, q0.99 of held-out scores), see models/thresholds.py
+    assert 0.5 <= meta["threshold"] <= 1.0 and meta["threshold_rule"].startswith("max(T=0.5, q0.99")
     m = store.read_json(f"models/ruad/{rid}", "metrics.json")["RUAD W=5"]
     assert 0 <= m["pooled_auc"] <= 1 and set(m["per_node_auc"]) <= set(ds["node"].values)
     assert "0.5" in {str(k) for k in m["f1"]["anomaly"]}
