@@ -37,10 +37,14 @@ def gx_context() -> Any:
     """One ephemeral GX context per process (building one takes seconds)."""
     import logging
 
+    quiet = ("great_expectations", "great_expectations._docs_decorators", "great_expectations.data_context.types.base")
+    for name in quiet:  # GX logs INFO noise at import and context creation
+        logging.getLogger(name).setLevel(logging.ERROR)
     import great_expectations as gx
-
-    logging.getLogger("great_expectations").setLevel(logging.ERROR)
     from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    for name in quiet:
+        logging.getLogger(name).setLevel(logging.ERROR)
 
     ctx = gx.get_context(mode="ephemeral")
     ctx.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
