@@ -18,3 +18,7 @@ PREFECT_DEFAULTS = {
 }
 for _k, _v in PREFECT_DEFAULTS.items():
     os.environ.setdefault(_k, _v)
+if os.environ.get("PREFECT_HOME"):
+    # Prefect's ephemeral server cannot create its SQLite file when PREFECT_HOME's parent is missing
+    # (it then times out after PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS)
+    os.makedirs(os.path.expanduser(os.environ["PREFECT_HOME"]), exist_ok=True)
