@@ -196,6 +196,7 @@ def main() -> None:
     ap.add_argument("--lines", type=int, default=5_000_000)
     ap.add_argument("--jobs", type=int, default=200_000)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=3, help="runs per side; the best time of each step counts")
     a = ap.parse_args()
     tg = time.perf_counter()
     nodes, t0, t1, syslog, jobs, resv = generate(a.nodes, a.days, a.seed, a.lines, a.jobs)
@@ -203,35 +204,43 @@ def main() -> None:
           f"for {a.nodes} nodes x {a.days} days in {time.perf_counter() - tg:.1f} s")
     node_arr = pa.array(nodes)
 
-    # ---- new: vectorised
-    tn = time.perf_counter()
-    cl = classify_syslog(syslog, node_arr)
-    (jn, js, je, jr), _jl, jc = job_layers(jobs, node_arr, t1)
-    (rn, rs, re_, rst, rr), _rl, _rc = reservation_layers(resv, node_arr)
-    layers = Layers(jn, js, je, jr, rn, rs, re_, rst, rr)
-    t_cls = time.perf_counter() - tn
-    td = time.perf_counter()
-    tl = derive_states(cl.events, layers, len(nodes), t0, t1, last_seen=cl.last_seen)
-    t_derive = time.perf_counter() - td
-    t_new = time.perf_counter() - tn
-    print(f"new: classify+layers {t_cls:.2f} s, derive {t_derive:.2f} s, total {t_new:.2f} s; "
-          f"{cl.events.node.size:,} events, {layers.job_node.size:,} job-node intervals, {len(tl):,} state intervals")
+    # ---- each side runs --repeat times; the best time of each step counts (same rule for both sides, so
+    # a burst from another user of the shared machine does not decide the ratio)
+    best: dict[str, float] = {}
 
-    # ---- baseline: per line / per event Python
-    tb = time.perf_counter()
-    bev, bls = baseline_classify(syslog, nodes)
-    t_bcls = time.perf_counter() - tb
-    tbd = time.perf_counter()
-    ref = derive_states_reference(bev, layers, len(nodes), t0, t1, last_seen=bls)
-    t_bderive = time.perf_counter() - tbd
-    t_base = time.perf_counter() - tb
-    print(f"baseline: classify {t_bcls:.2f} s, derive {t_bderive:.2f} s, total {t_base:.2f} s")
-    assert tl.equals(ref), "vectorised and baseline timelines differ"
+    def timed(name: str, fn, *args, **kwargs):  # noqa: ANN001, ANN202
+        t = time.perf_counter()
+        out = fn(*args, **kwargs)
+        best[name] = min(best.get(name, float("inf")), time.perf_counter() - t)
+        return out
+
+    for _ in range(a.repeat):
+        # new: vectorised
+        cl = timed("cls", classify_syslog, syslog, node_arr)
+        (jn, js, je, jr), _jl, jc = timed("jobs", job_layers, jobs, node_arr, t1)
+        (rn, rs, re_, rst, rr), _rl, _rc = timed("resv", reservation_layers, resv, node_arr)
+        layers = Layers(jn, js, je, jr, rn, rs, re_, rst, rr)
+        tl = timed("derive", derive_states, cl.events, layers, len(nodes), t0, t1, last_seen=cl.last_seen)
+        # baseline: per line / per event Python, on the same job/reservation layers
+        bev, bls = timed("bcls", baseline_classify, syslog, nodes)
+        ref = timed("bderive", derive_states_reference, bev, layers, len(nodes), t0, t1, last_seen=bls)
+        assert tl.equals(ref), "vectorised and baseline timelines differ"
+    t_layers = best["jobs"] + best["resv"]
+    t_new = best["cls"] + t_layers + best["derive"]
+    t_base = best["bcls"] + best["bderive"]
+    print(f"new (best of {a.repeat}): classify {best['cls']:.2f} s, job/reservation layers {t_layers:.2f} s, "
+          f"derive {best['derive']:.2f} s, total {t_new:.2f} s; {cl.events.node.size:,} events, "
+          f"{layers.job_node.size:,} job-node intervals, {len(tl):,} state intervals")
+    print(f"baseline (best of {a.repeat}): classify {best['bcls']:.2f} s, derive {best['bderive']:.2f} s, total {t_base:.2f} s")
     node_minutes = a.nodes * a.days * 1440
     print(f"timelines identical: {len(tl):,} intervals covering {node_minutes:,} node-minutes")
-    print(f"derive-only ratio={t_bderive / t_derive:.1f}")
-    print(f"goal new total <= 60 s: {'PASS' if t_new <= 60 else 'FAIL'} ({t_new:.2f} s)")
-    print(f"ratio={t_base / t_new:.1f}")
+    print(f"derive-only ratio={best['bderive'] / best['derive']:.1f}")
+    print(f"goal new total <= 60 s: {'PASS' if t_new <= 60 else 'FAIL'} ({t_new:.2f} s, incl. job/reservation layers)")
+    # Like for like: the baseline reuses the job/reservation layers built by the new code, so the ratio compares
+    # the same steps on both sides: syslog classification + state derivation.
+    t_same = best["cls"] + best["derive"]
+    print(f"same steps: new {t_same:.2f} s vs baseline {t_base:.2f} s")
+    print(f"ratio={t_base / t_same:.1f}")
 
 
 if __name__ == "__main__":
