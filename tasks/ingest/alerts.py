@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import BinaryIO
 from zoneinfo import ZoneInfo
@@ -272,12 +272,19 @@ def _csv_rows(stream: BinaryIO, ctx: ParseContext, required: set[str], one_of: t
 ALERTS_CSV_COLUMNS = {"time", "node", "service", "state", "state_type", "attempt", "output"}
 
 
-def parse_alerts_csv(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
-    """Parse the alerts CSV export (see module doc)."""
-    b = _Batcher(_ALERTS_SCHEMA, ctx)
+def _parse_csv_records(
+    stream: BinaryIO,
+    ctx: ParseContext,
+    schema: pa.Schema,
+    required: set[str],
+    record: Callable[[dict[str, str], ParseContext, Mapping[str, str]], dict | str],
+    one_of: tuple[set[str], ...] = (),
+) -> Iterator[ParseResult]:
+    """Shared loop of the CSV parsers: each data line becomes ``record(...)`` (a row) or a reject reason."""
+    b = _Batcher(schema, ctx)
     aliases = {k.lower(): v for k, v in ctx.aliases.items()}
-    for n, rec, text in _csv_rows(stream, ctx, ALERTS_CSV_COLUMNS):
-        res = rec if isinstance(rec, str) else _alert_record(rec, ctx, aliases)
+    for n, rec, text in _csv_rows(stream, ctx, required, one_of):
+        res = rec if isinstance(rec, str) else record(rec, ctx, aliases)
         if isinstance(res, str):
             b.reject(n, text, res)
         else:
@@ -286,6 +293,11 @@ def parse_alerts_csv(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResul
         if b.full():
             yield b.flush()
     yield b.flush()
+
+
+def parse_alerts_csv(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
+    """Parse the alerts CSV export (see module doc)."""
+    yield from _parse_csv_records(stream, ctx, _ALERTS_SCHEMA, ALERTS_CSV_COLUMNS, _alert_record)
 
 
 def _alert_record(r: dict[str, str], ctx: ParseContext, aliases: Mapping[str, str]) -> dict | str:
@@ -328,18 +340,7 @@ _FALSE = {"false", "no", "0", "f", "n"}
 
 def parse_tickets_csv(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
     """Parse a tickets CSV (see module doc)."""
-    b = _Batcher(_TICKETS_SCHEMA, ctx)
-    aliases = {k.lower(): v for k, v in ctx.aliases.items()}
-    for n, rec, text in _csv_rows(stream, ctx, TICKETS_REQUIRED, ({"alert_id", "alert_time"},)):
-        res = rec if isinstance(rec, str) else _ticket_record(rec, ctx, aliases)
-        if isinstance(res, str):
-            b.reject(n, text, res)
-        else:
-            res["source_offset"] = n
-            b.row(res)
-        if b.full():
-            yield b.flush()
-    yield b.flush()
+    yield from _parse_csv_records(stream, ctx, _TICKETS_SCHEMA, TICKETS_REQUIRED, _ticket_record, ({"alert_id", "alert_time"},))
 
 
 def _ticket_record(r: dict[str, str], ctx: ParseContext, aliases: Mapping[str, str]) -> dict | str:
