@@ -56,15 +56,24 @@ class Api:
         self.url = url
         self.http = httpx.Client(base_url=url, timeout=60)
 
+    #: What Prefect's own client retries: the server answers 503 when SQLite is briefly locked
+    #: (the serve process and the server's services write to it too) and rolls the request back.
+    RETRY_STATUS = (429, 502, 503)
+
+    def _send(self, method: str, path: str, body: dict | None = None, attempts: int = 6):
+        for attempt in range(attempts):
+            r = self.http.request(method, path, json=body)
+            if r.status_code not in self.RETRY_STATUS or attempt == attempts - 1:
+                r.raise_for_status()
+                return r.json()
+            time.sleep(min(2 ** attempt, 10))
+        raise AssertionError("unreachable")
+
     def get(self, path: str) -> dict:
-        r = self.http.get(path)
-        r.raise_for_status()
-        return r.json()
+        return self._send("GET", path)
 
     def post(self, path: str, body: dict) -> dict | list:
-        r = self.http.post(path, json=body)
-        r.raise_for_status()
-        return r.json()
+        return self._send("POST", path, body)
 
     def deployments(self) -> dict[str, dict]:
         return {d["name"]: d for d in self.post("/deployments/filter", {})}  # type: ignore[union-attr]
