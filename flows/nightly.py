@@ -9,9 +9,11 @@ cubes); days already complete are skipped unless ``force``.
 
 Both are thin wiring: every step is a plain function in ``tasks/`` or an existing flow body
 (``flows.ingest.run_source``, ``flows.cubes.run_build``, ``flows.states.run_states_build``). I/O
-steps are tasks with retries and exponential backoff. A scoring task is cached by (day, node
-batch, code version, model run, telemetry fingerprint), so a retried run resumes where it failed.
-A node batch that fails is a failed task naming its nodes; the rest of the run completes, the
+steps are tasks with retries and exponential backoff. A scoring task covers a contiguous group of
+node batches of one day (a few per worker: orchestration stays a small share of the work) and is
+cached by (day, node batches, code version, model run, telemetry fingerprint), so a retried run
+resumes where it failed. A node batch that fails makes its group a failed task naming the batch's
+nodes (the group's other batches are kept); the rest of the run completes, the
 manifest (``runs/<run_id>.json``, status ``partial``) lists what is missing, and the flow run
 ends Failed so the failure is loud in the UI.
 """
@@ -28,10 +30,11 @@ from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.tasks import exponential_backoff
+from prefect.utilities.annotations import quote
 
 from flows.prefect_env import artifact_key
 from tasks.runs import RunRecorder, code_version
-from tasks.score import ScoreJob, ScoringError, batch_nodes, day_scored, telemetry_fingerprint
+from tasks.score import PartialScoringError, ScoreJob, batch_nodes, day_scored, telemetry_fingerprint
 from tasks.settings import load_settings
 from tasks.store import Store
 
@@ -70,17 +73,28 @@ def prepare_scores_task(store: str) -> None:
 
 
 def _score_cache_key(ctx: TaskRunContext, params: dict[str, Any]) -> str:
-    j: ScoreJob = params["job"]
-    return f"score-{j.day}-b{j.batch:04d}-{code_version()}-{j.kind}-{j.model_run}-{params['fingerprint']}"
+    js: tuple[ScoreJob, ...] = params["jobs"]
+    j = js[0]
+    ids = "-".join(f"{x.batch:04d}" for x in js)
+    return f"score-{j.day}-b{ids}-{code_version()}-{j.kind}-{j.model_run}-{params['fingerprint']}"
 
 
-@task(name="score-batch", task_run_name="score-{job.day}-b{job.batch}", cache_key_fn=_score_cache_key,
+@task(name="score-batches", task_run_name="score-{name}", cache_key_fn=_score_cache_key,
       cache_expiration=timedelta(days=30), retries=1, retry_delay_seconds=5)
-def score_task(job: ScoreJob, fingerprint: str | None) -> dict[str, Any]:
-    """Score one (day, node batch) region; raises :class:`ScoringError` naming the batch's nodes."""
-    from tasks.score import score_region
+def score_task(jobs: tuple[ScoreJob, ...], fingerprint: str | None, name: str) -> list[dict[str, Any]]:
+    """Score a group of (day, node batch) regions; raises :class:`PartialScoringError` if any failed.
 
-    return score_region(job)
+    A group with a failed batch is a failed task (never cached as done), carrying the outputs of
+    the batches it did score; each failure names its batch's nodes.
+    """
+    from tasks.score import score_regions
+
+    return score_regions(jobs)
+
+
+SCORE_TASKS_PER_WORKER = 2
+"""Score tasks per worker thread and day: few enough that orchestration stays a small share of the
+scoring, enough that one slow group does not leave a worker idle for long."""
 
 
 @task(name="finish-day", cache_policy=NO_CACHE, **IO_RETRIES)
@@ -165,39 +179,51 @@ def _validation(ingest: dict[str, Any]) -> dict[str, Any]:
 def _score_days(st: Store, days: list[date], kind: str, model_run: str, force: bool, rec: RunRecorder,
                 workers: int) -> dict[date, dict[str, Any]]:
     """Score all (day, node batch) regions of ``days`` in parallel, then finish each day."""
-    from tasks.score import region_jobs, scores_cube_id
+    from tasks.score import group_jobs, region_jobs, scores_cube_id
 
     logger = get_run_logger()
     prepare_scores_task(st.url)
-    jobs = {d: region_jobs(st, d, kind, model_run) for d in days}
+    n_groups = SCORE_TASKS_PER_WORKER * max(1, workers)
+    jobs = {d: group_jobs(region_jobs(st, d, kind, model_run), n_groups) for d in days}
     cube_id = scores_cube_id(st)
     runner = ThreadPoolTaskRunner(max_workers=max(1, workers))
-    futures: dict[date, list[tuple[ScoreJob, Any]]] = {}
+    futures: dict[date, list[tuple[tuple[ScoreJob, ...], Any]]] = {}
     with runner:
-        for d, js in jobs.items():
+        for d, groups in jobs.items():
             fp = f"{telemetry_fingerprint(st, d)}-{cube_id}"
             opts = score_task.with_options(refresh_cache=True) if force else score_task
-            futures[d] = [(j, runner.submit(opts, {"job": j, "fingerprint": fp})) for j in js]
+            futures[d] = [(g, runner.submit(opts, {"jobs": g, "fingerprint": fp, "name": _group_name(g)})) for g in groups]
         out: dict[date, dict[str, Any]] = {}
         for d, fs in futures.items():
             results, failures = [], []
-            for j, f in fs:
+            for g, f in fs:
                 f.wait()
                 if f.state.is_completed():
-                    results.append(f.result())
-                else:
-                    try:
-                        f.result()
-                        err = "unknown error"
-                    except ScoringError as e:
-                        err = str(e)
-                    except Exception as e:  # noqa: BLE001
-                        err = f"score batch {j.region.key} failed for nodes {', '.join(batch_nodes(st, j.batch))}: {e}"
-                    logger.error(err)
-                    rec.error(err)
-                    failures.append({"batch": j.batch, "nodes": batch_nodes(st, j.batch), "error": err})
-            out[d] = finish_day_task(st.url, d, kind, model_run, results, failures, rec.run_id)
+                    results.extend(f.result())
+                    continue
+                try:
+                    f.result()
+                    lost = [(j, "unknown error") for j in g]
+                except PartialScoringError as e:
+                    results.extend(e.results)
+                    failures.extend(e.failures)
+                    lost = []
+                except Exception as e:  # noqa: BLE001 - the whole group failed before scoring
+                    lost = [(j, f"score batch {j.region.key} failed for nodes {', '.join(batch_nodes(st, j.batch))}: {e}")
+                            for j in g]
+                failures.extend({"batch": j.batch, "nodes": batch_nodes(st, j.batch), "error": err} for j, err in lost)
+            for fail in failures:
+                logger.error(fail["error"])
+                rec.error(fail["error"])
+            # quote(): the summary rows (one dict per node) need no walk for upstream futures; Prefect's
+            # parameter introspection of ~1000 dicts would cost more than writing them
+            out[d] = finish_day_task(st.url, d, kind, model_run, quote(results), quote(failures), rec.run_id)
     return out
+
+
+def _group_name(group: tuple[ScoreJob, ...]) -> str:
+    first, last = group[0], group[-1]
+    return f"{first.day}-b{first.batch}" + (f"..b{last.batch}" if last.batch != first.batch else "")
 
 
 def _report(st: Store, day: date, score: dict[str, Any], steps: dict[str, Any], truth: str | None,

@@ -156,10 +156,9 @@ def test_rescore_is_byte_identical_and_day_scored(scored_store):
     assert not day_scored(st, D0 + timedelta(days=1), "ruad")
 
 
-def test_failed_batch_names_nodes_rest_completes(tmp_path):
-    """1-min cube with 20 metrics -> node chunk of 10 nodes: 2 batches; a corrupt model file fails one batch."""
+def _two_batches_one_corrupt(tmp_path) -> Store:
+    """1-min cube with 20 metrics -> node chunk of 10 nodes: 2 batches; cn0012's model file is corrupt."""
     from tasks.model_registry import run_prefix
-    from tasks.score import day_scored, read_summary, score_day
 
     st = Store(str(tmp_path / "store"))
     nodes = [f"cn{i:04d}" for i in range(14)]
@@ -172,6 +171,14 @@ def test_failed_batch_names_nodes_rest_completes(tmp_path):
     out = run_training(st, D0, D0 + timedelta(days=1), TrainConfig(model="exp", workers=1), nodes=None)
     run = out["run_id"]
     st.write_bytes(b"not a safetensors file", run_prefix("exp", run), "nodes", "cn0012.safetensors")
+    return st
+
+
+def test_failed_batch_names_nodes_rest_completes(tmp_path):
+    """A corrupt model file fails its batch (nodes named); the other batch is scored."""
+    from tasks.score import day_scored, read_summary, score_day
+
+    st = _two_batches_one_corrupt(tmp_path)
     res = score_day(st, D0 + timedelta(days=2), "exp")
     assert res["failed_batches"] == [1]
     assert res["failed_nodes"] == ["cn0010", "cn0011", "cn0012", "cn0013"]
@@ -188,3 +195,55 @@ def test_no_models_is_a_clear_error(tmp_path):
     st = Store(str(tmp_path / "s"))
     with pytest.raises(FileNotFoundError, match="no trained ruad models"):
         current_model_run(st, "ruad")
+
+
+def test_group_jobs_contiguous_and_balanced():
+    from tasks.score import ScoreJob, group_jobs
+
+    jobs = [ScoreJob("s", "2026-01-01", b, "ruad", "r") for b in range(19)]
+    groups = group_jobs(jobs, 4)
+    assert [len(g) for g in groups] == [5, 5, 5, 4]
+    assert [j.batch for g in groups for j in g] == list(range(19))
+    assert group_jobs(jobs[:2], 4) == [(jobs[0],), (jobs[1],)]
+    assert group_jobs(jobs[:3], 1) == [tuple(jobs[:3])]
+    assert group_jobs([], 4) == []
+
+
+def test_partial_scoring_error_survives_pickling():
+    """Prefect may persist a failed task's exception: the scored results must come back with it."""
+    import pickle
+
+    from tasks.score import PartialScoringError
+
+    e = pickle.loads(pickle.dumps(PartialScoringError("batch 1 failed for nodes a, b", [{"batch": 0}],
+                                                      [{"batch": 1, "nodes": ["a", "b"], "error": "x"}])))
+    assert str(e) == "batch 1 failed for nodes a, b"
+    assert e.results == [{"batch": 0}] and e.failures[0]["nodes"] == ["a", "b"]
+
+
+@pytest.mark.slow
+def test_flow_group_with_a_failed_batch_keeps_the_other(tmp_path, prefect_harness, monkeypatch):
+    """Both batches in ONE Prefect score task: the corrupt one fails the task (nodes named, not cached as
+    done) and the other batch's rows still reach the day's summary."""
+    from prefect import flow
+
+    import flows.nightly as nightly_mod
+    from tasks.runs import RunRecorder
+    from tasks.score import current_model_run, day_scored, read_summary
+
+    st = _two_batches_one_corrupt(tmp_path)
+    day = D0 + timedelta(days=2)
+    monkeypatch.setattr(nightly_mod, "SCORE_TASKS_PER_WORKER", 1)
+    rec = RunRecorder(st, "test_score_group", {})
+
+    @flow(name="test-score-group")
+    def one_group() -> dict:
+        return nightly_mod._score_days(st, [day], "exp", current_model_run(st, "exp"), True, rec, 1)[day]
+
+    res = one_group()
+    assert res["failed_batches"] == [1] and res["scored"] == 10
+    assert res["failed_nodes"] == ["cn0010", "cn0011", "cn0012", "cn0013"]
+    summ = read_summary(st, day).set_index("node")
+    assert (summ.loc[:"cn0009", "status"] == "scored").all()
+    assert any("cn0010, cn0011, cn0012, cn0013" in e for e in rec.manifest.errors)
+    assert not day_scored(st, day, "exp")
