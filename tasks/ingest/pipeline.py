@@ -352,7 +352,7 @@ class Ingestor:
                     "source_file": pa.array([path.name] * badrows.num_rows, pa.string()),
                     "source_offset": badrows.column("source_offset"),
                     "time": badrows.column(self.schema.time_column).cast(pa.timestamp("ns", tz="UTC")),
-                    "reason": pa.array([r for r in reasons if r is not None], pa.string()),
+                    "reason": reasons.filter(pa.array(~ok)).cast(pa.string()),
                     "raw": pa.array(raw, pa.string()),
                 },
                 schema=QUARANTINE_SCHEMA,
