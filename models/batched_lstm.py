@@ -43,7 +43,7 @@ class BatchedLSTM(nn.Module):
     """One LSTM layer per node (Hochreiter & Schmidhuber; RUAD Section 3.6 encoder), stacked.
 
     ``W_ih[n, I, 4H]``, ``W_hh[n, H, 4H]``, ``b[n, 1, 4H]`` (= ``b_ih + b_hh`` of ``nn.LSTM``).
-    The input projection of all W steps is one bmm; the recurrence is W ``baddbmm`` calls.
+    The input projection of all rows is one bmm; the recurrence is W ``baddbmm`` calls.
     """
 
     def __init__(self, n_nodes: int, n_in: int, hidden: int, gen: torch.Generator) -> None:
@@ -58,117 +58,100 @@ class BatchedLSTM(nn.Module):
         )
 
     def project(self, xT: torch.Tensor) -> torch.Tensor:
-        """Input projection in feature-major layout: ``xT[n, I, R] -> W_ih^T x + b``, ``[n, 4H, R]`` (one bmm)."""
+        """Input projection in feature-major layout: ``xT[n, I, P] -> W_ih^T x + b``, ``[n, 4H, P]`` (one bmm)."""
         return torch.baddbmm(self.bias.transpose(1, 2), self.w_ih.transpose(1, 2), xT)
 
-    def recur(self, proj: torch.Tensor, return_sequences: bool) -> torch.Tensor:
-        """LSTM recurrence over projected inputs ``proj[n, W, 4H, B]``: hidden states ``[n, W, H, B]``
+    def recur(self, proj: torch.Tensor, window: int, stride: int, return_sequences: bool) -> torch.Tensor:
+        """LSTM recurrence over projected inputs ``proj[n, 4H, P]``, step t reading columns
+        ``[t*stride, t*stride + B)`` with ``B = P - (window-1)*stride``: hidden states ``[n, H, W, B]``
         (or the last one, ``[n, H, B]``), with the hand-written BPTT of :class:`LSTMRecurrence`."""
-        return LSTMRecurrence.apply(proj.contiguous(), self.w_hh.transpose(1, 2), return_sequences)
+        return LSTMRecurrence.apply(proj, self.w_hh, window, stride, return_sequences)
 
 
-def lstm_recurrence_reference(proj: torch.Tensor, w_hh_t: torch.Tensor, return_sequences: bool) -> torch.Tensor:
-    """Same recurrence as :class:`LSTMRecurrence` written with plain autograd ops (used to test it)."""
-    n, W, G, B = proj.shape
+def lstm_recurrence_reference(
+    proj: torch.Tensor, w_hh: torch.Tensor, window: int, stride: int, return_sequences: bool
+) -> torch.Tensor:
+    """Same recurrence as :class:`LSTMRecurrence` written with plain autograd ops and ``torch.tanh`` (tests)."""
+    n, G, P = proj.shape
     H = G // 4
+    B = P - (window - 1) * stride
     c = proj.new_zeros(n, H, B)
     h = c
     outs = []
-    for t in range(W):
-        gates = proj[:, t] if t == 0 else torch.baddbmm(proj[:, t], w_hh_t, h)
+    for t in range(window):
+        p = proj[:, :, t * stride : t * stride + B]
+        gates = p if t == 0 else torch.baddbmm(p, w_hh.transpose(1, 2), h)
         i, f, o = torch.sigmoid(gates[:, : 3 * H]).split(H, dim=1)
         c = f * c + i * torch.tanh(gates[:, 3 * H :])
         h = o * torch.tanh(c)
         outs.append(h)
-    return torch.stack(outs, dim=1) if return_sequences else h
+    return torch.stack(outs, dim=2) if return_sequences else h
 
 
 class LSTMRecurrence(torch.autograd.Function):
     """LSTM recurrence with stacked per-node weights and a hand-written backward pass (BPTT).
 
-    Feature-major layout ``[n, W, 4H, B]`` (gate order i, f, o, g): batch is the contiguous inner
-    axis, so each gate is a dense ``[n, H, B]`` block (element-wise ops 1.8x faster than
-    ``[n, B, 4H]`` with H = 7, measured). The backward computes all gate gradients in place
-    into one buffer and the recurrent-weight gradient with a single bmm over all steps, instead
-    of autograd's ~2x more small ops and one bmm per step.
+    Feature-major layout (gate order i, f, o, g; batch is the contiguous inner axis). Step t reads
+    a *strided window* of the projected inputs, ``proj[:, :, t*stride : t*stride+B]``: with rows
+    ordered (row, segment) and ``stride`` = number of segments, the W steps of all windows inside
+    segments are plain views of the per-row projection (no gather, no copy); the second layer uses
+    ``stride = B`` on the first layer's ``[n, H, W*B]`` output. States are kept as ``[n, H, W, B]``
+    so that output is also a view.
+
+    The step loops run in compiled kernels (:mod:`models._lstm_kernel`, numba): with H = 7 the eager
+    version spent most of its time dispatching ~20 tiny torch ops per step and layer. The
+    recurrent-weight gradient is one bmm over all steps; the kernel accumulates the input-projection
+    gradient of overlapping windows in place.
     """
 
     @staticmethod
-    def forward(ctx, proj: torch.Tensor, w_hh_t: torch.Tensor, return_sequences: bool) -> torch.Tensor:  # noqa: ANN001
+    def forward(ctx, proj: torch.Tensor, w_hh: torch.Tensor, window: int, stride: int, return_sequences: bool):  # noqa: ANN001, ANN205
         """``c_t = f*c_{t-1} + i*g``, ``h_t = o*tanh(c_t)`` with ``[i,f,o] = sigmoid``, ``g = tanh`` of
         ``proj_t + W_hh^T h_{t-1}`` (Hochreiter & Schmidhuber; as ``torch.nn.LSTM``)."""
-        n, W, G, B = proj.shape
+        from models._lstm_kernel import lstm_forward
+
+        proj = proj.detach().contiguous()
+        w_hh = w_hh.detach().contiguous()
+        n, G, P = proj.shape
         H = G // 4
-        acts = torch.empty_like(proj)
-        cs = proj.new_empty(n, W, H, B)
-        tcs = proj.new_empty(n, W, H, B)
-        hs = proj.new_empty(n, W, H, B)
-        for t in range(W):
-            gates = proj[:, t] if t == 0 else torch.baddbmm(proj[:, t], w_hh_t, hs[:, t - 1])
-            a = acts[:, t]
-            torch.sigmoid(gates[:, : 3 * H], out=a[:, : 3 * H])
-            torch.tanh(gates[:, 3 * H :], out=a[:, 3 * H :])
-            i, f, o, g = a.split(H, dim=1)
-            torch.mul(i, g, out=cs[:, t])
-            if t > 0:
-                cs[:, t].addcmul_(f, cs[:, t - 1])
-            torch.tanh(cs[:, t], out=tcs[:, t])
-            torch.mul(o, tcs[:, t], out=hs[:, t])
-        ctx.save_for_backward(acts, cs, tcs, hs, w_hh_t)
-        ctx.return_sequences = return_sequences
-        return hs if return_sequences else hs[:, -1].clone()
+        B = P - (window - 1) * stride
+        acts = proj.new_empty(n, G, window, B)
+        cs, tcs, hs = (proj.new_empty(n, H, window, B) for _ in range(3))
+        lstm_forward(proj.numpy(), w_hh.numpy(), stride, acts.numpy(), cs.numpy(), tcs.numpy(), hs.numpy())
+        ctx.save_for_backward(acts, cs, tcs, hs, w_hh)
+        ctx.shape = (stride, P, return_sequences)
+        return hs if return_sequences else hs[:, :, -1].contiguous()
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:  # noqa: ANN001
+    def backward(ctx, grad: torch.Tensor):  # noqa: ANN001, ANN205
         """Backpropagation through time over the W steps."""
-        acts, cs, tcs, hs, w_hh_t = ctx.saved_tensors
-        n, W, G, B = acts.shape
+        from models._lstm_kernel import lstm_backward
+
+        acts, cs, tcs, hs, w_hh = ctx.saved_tensors
+        stride, P, seq = ctx.shape
+        n, G, W, B = acts.shape
         H = G // 4
-        d_proj = torch.empty_like(acts)
-        w_hh = w_hh_t.transpose(1, 2)
-        dh = grad[:, W - 1] if ctx.return_sequences else grad
-        dc = torch.zeros_like(dh)
-        for t in range(W - 1, -1, -1):
-            if t < W - 1 and ctx.return_sequences:
-                dh = dh + grad[:, t]
-            a = acts[:, t]
-            i, f, o, g = a.split(H, dim=1)
-            tc = tcs[:, t]
-            dc = torch.addcmul(dc, dh, o * (1 - tc * tc))
-            dg = d_proj[:, t]
-            d_i, d_f, d_o, d_g = dg.split(H, dim=1)
-            torch.mul(dc, g, out=d_i)
-            if t > 0:
-                torch.mul(dc, cs[:, t - 1], out=d_f)
-            else:
-                d_f.zero_()
-            torch.mul(dh, tc, out=d_o)
-            torch.mul(dc, i, out=d_g)
-            s = a[:, : 3 * H]
-            dg[:, : 3 * H].mul_(s - s * s)
-            d_g.mul_(1 - g * g)
-            if t > 0:
-                dc = dc * f
-                dh = torch.bmm(w_hh, dg)
+        grad = grad.contiguous() if seq else grad.contiguous().view(n, H, 1, B)
+        dgates = acts.new_empty(n, G, W, B)
+        disjoint = stride == B  # steps read disjoint columns: d_proj is dgates itself
+        d_proj = dgates.view(n, G, P) if disjoint else acts.new_zeros(n, G, P)
+        lstm_backward(
+            acts.numpy(), cs.numpy(), tcs.numpy(), w_hh.numpy(), grad.numpy(), seq, stride, dgates.numpy(),
+            (acts.new_empty(n, G, 0) if disjoint else d_proj).numpy(),
+        )
         if W > 1:
-            d_gates = d_proj[:, 1:].permute(0, 2, 1, 3).reshape(n, G, (W - 1) * B)
-            h_prev = hs[:, :-1].permute(0, 2, 1, 3).reshape(n, H, (W - 1) * B)
-            d_w = torch.bmm(d_gates, h_prev.transpose(1, 2))
+            h_prev = hs[:, :, :-1].reshape(n, H, (W - 1) * B)
+            d_w = torch.bmm(h_prev, dgates[:, :, 1:].reshape(n, G, (W - 1) * B).transpose(1, 2))
         else:
-            d_w = torch.zeros_like(w_hh_t)
-        return d_proj, d_w, None
+            d_w = torch.zeros_like(w_hh)
+        return d_proj, d_w, None, None, None
 
 
-def windows_fm(proj: torch.Tensor, S: int, R: int, window: int) -> torch.Tensor:
-    """Per-step inputs of all windows inside segments: ``proj[n, D, S*R]`` (rows of S segments of R
-    consecutive rows) -> ``[n, W, D, S*(R-W+1)]``; step t of window j is row j+t.
-
-    Every row is projected once and shared by the W windows containing it (instead of W times).
-    """
-    n, D, _ = proj.shape
-    c = R - window + 1
-    u = proj.view(n, D, S, R).unfold(3, window, 1)  # [n, D, S, c, W]
-    return u.permute(0, 4, 1, 2, 3).reshape(n, window, D, S * c)
+def rows_fm(rows: torch.Tensor) -> torch.Tensor:
+    """``rows[n, R, S, F]`` (R consecutive rows of S segments, segment index fastest) as the
+    feature-major view ``[n, F, R*S]`` the projections take (no copy)."""
+    n, R, S, F = rows.shape
+    return rows.reshape(n, R * S, F).transpose(1, 2)
 
 
 class BatchedRUADNet(nn.Module):
@@ -188,22 +171,21 @@ class BatchedRUADNet(nn.Module):
         self.dec2 = BatchedLinear(n_nodes, d1, n_features, gen)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``x[n, B, W, I] -> x_hat[n, B, I]``."""
-        return self.forward_rows(x, x.shape[2])[:, :, 0]
+        """``x[n, B, W, I] -> x_hat[n, B, I]`` (every window its own segment)."""
+        return self.forward_rows(x.transpose(1, 2), x.shape[2])[:, 0]
 
     def forward_rows(self, rows: torch.Tensor, window: int) -> torch.Tensor:
         """Reconstruct the last vector of every window inside segments of consecutive rows:
-        ``rows[n, S, R, I] -> x_hat[n, S, R-W+1, I]`` (output j belongs to the window ending at row j+W-1)."""
-        n, S, R, F = rows.shape
+        ``rows[n, R, S, I] -> x_hat[n, R-W+1, S, I]``; output ``[:, j, s]`` belongs to the window of
+        segment s ending at row j+W-1. Each row is projected once and shared by the W windows containing it."""
+        n, R, S, F = rows.shape
         c = R - window + 1
-        xT = rows.reshape(n, S * R, F).transpose(1, 2)
-        h1 = self.lstm1.recur(windows_fm(self.lstm1.project(xT), S, R, window), return_sequences=True)  # [n, W, E1, B]
-        B = S * c
-        seq = h1.permute(0, 2, 1, 3).reshape(n, -1, window * B)  # [n, E1, W*B]
-        proj2 = self.lstm2.project(seq).view(n, -1, window, B).permute(0, 2, 1, 3)  # [n, W, 4L, B]
-        z = self.lstm2.recur(proj2, return_sequences=False)  # [n, L, B]
-        out = self.dec2.fm(torch.relu(self.dec1.fm(z)))  # [n, I, B]
-        return out.view(n, F, S, c).permute(0, 2, 3, 1)
+        B = c * S
+        h1 = self.lstm1.recur(self.lstm1.project(rows_fm(rows)), window, S, return_sequences=True)  # [n, E1, W, B]
+        proj2 = self.lstm2.project(h1.view(n, -1, window * B))  # [n, 4L, W*B]
+        z = self.lstm2.recur(proj2, window, B, return_sequences=False)  # [n, L, B]
+        out = self.dec2(torch.relu(self.dec1.fm(z)).transpose(1, 2))  # [n, B, I]
+        return out.view(n, c, S, F)
 
 
 class BatchedDenseNet(nn.Module):
@@ -221,15 +203,14 @@ class BatchedDenseNet(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x[n, B, 1, I]`` (window of one step) ``-> x_hat[n, B, I]``."""
-        return self.forward_rows(x[:, :, -1:])[:, :, 0]
+        return self.forward_rows(x[:, :, -1:].transpose(1, 2))[:, 0]
 
     def forward_rows(self, rows: torch.Tensor, window: int = 1) -> torch.Tensor:
-        """``rows[n, S, R, I] -> x_hat[n, S, R, I]`` (every row is its own input, W = 1)."""
-        n, S, R, F = rows.shape
-        xT = rows.reshape(n, S * R, F).transpose(1, 2)
-        z = self.enc2.fm(torch.relu(self.enc1.fm(xT)))
-        out = self.dec2.fm(torch.relu(self.dec1.fm(z)))
-        return out.view(n, F, S, R).permute(0, 2, 3, 1)
+        """``rows[n, R, S, I] -> x_hat[n, R, S, I]`` (every row is its own input, W = 1)."""
+        n, R, S, F = rows.shape
+        z = self.enc2.fm(torch.relu(self.enc1.fm(rows_fm(rows))))
+        out = self.dec2(torch.relu(self.dec1.fm(z)).transpose(1, 2))  # [n, R*S, I]
+        return out.view(n, R, S, F)
 
 
 class RUADNet(nn.Module):

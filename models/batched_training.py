@@ -8,8 +8,9 @@ weights, this is exactly n independent trainings run in lock-step.
 Minibatches are made of *segments*: runs of up to ``segment`` consecutive windows of one chunk
 (the time-consistency filter guarantees windows never cross a gap, Section 3.7). The rows of a
 segment are projected through the first layer once and shared by the W windows containing them
-(:func:`models.batched_lstm.sliding`), which cuts the dominant cost ~W-fold. Every window is
-still visited exactly once per epoch; segments are shuffled per node and epoch.
+(:class:`models.batched_lstm.LSTMRecurrence` reads them as strided views), which cuts the dominant
+cost ~W-fold. Every window is still visited exactly once per epoch; segments are shuffled per node
+and epoch.
 
 Nodes have different numbers of windows (gaps, anomalies): segments are padded and masked, so a
 node with fewer windows simply contributes nothing once its epoch is exhausted. Early stopping is
@@ -60,11 +61,14 @@ def make_segments(ends: list[np.ndarray], segment: int) -> Segments:
 
 
 def gather_segments(X: torch.Tensor, first_end: torch.Tensor, window: int, segment: int) -> torch.Tensor:
-    """Rows ``[first_end - W + 1, first_end + segment - 1]`` of every node/segment: ``[n, S] -> [n, S, segment+W-1, F]``
-    (indices clamped to the series; padded rows are masked by the caller)."""
-    n, T = X.shape[:2]
-    t = (first_end[:, :, None] + torch.arange(-window + 1, segment)).clamp(0, T - 1)
-    return X[torch.arange(n)[:, None, None], t]
+    """Rows ``[first_end - W + 1, first_end + segment - 1]`` of every node/segment, segment index fastest:
+    ``X[n, T, F]``, ``first_end[n, S] -> [n, segment+W-1, S, F]`` (indices clamped to the series; padded
+    rows are masked by the caller). One ``index_select`` on the flattened series (5x faster than
+    advanced indexing, measured)."""
+    n, T, F = X.shape
+    t = (first_end[:, None, :] + torch.arange(-window + 1, segment)[None, :, None]).clamp(0, T - 1)
+    t += (torch.arange(n) * T)[:, None, None]
+    return X.reshape(n * T, F).index_select(0, t.view(-1)).view(n, segment + window - 1, -1, F)
 
 
 def _as_tensor(X: np.ndarray) -> torch.Tensor:
@@ -81,11 +85,12 @@ def _elementwise_loss(x_hat: torch.Tensor, x: torch.Tensor, loss: str) -> torch.
 def _segment_pass(
     net: nn.Module, Xt: torch.Tensor, first_end: torch.Tensor, length: torch.Tensor, window: int, segment: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Forward one batch of segments: returns (x_hat, target, mask) shaped ``[n, S, segment, (F)]``."""
+    """Forward one batch of segments: returns (x_hat, target, mask) shaped ``[n, segment, S, (F)]``
+    (window j of segment s at ``[:, j, s]``)."""
     rows = gather_segments(Xt, first_end, window, segment)
     x_hat = net.forward_rows(rows, window)  # type: ignore[operator]
-    target = rows[:, :, window - 1 :]
-    mask = (torch.arange(segment)[None, None, :] < length[:, :, None]).float()
+    target = rows[:, window - 1 :]
+    mask = (torch.arange(segment)[None, :, None] < length[:, None, :]).float()
     return x_hat, target, mask
 
 
@@ -217,8 +222,8 @@ def feature_errors(
         err = (x_hat - target).abs().numpy()
         off = seg.offset[:, s : s + per_step]
         ln = seg.length[:, s : s + per_step]
-        pos = off[:, :, None] + np.arange(segment)[None, None, :]
-        valid = np.arange(segment)[None, None, :] < ln[:, :, None]
+        pos = off[:, None, :] + np.arange(segment)[None, :, None]
+        valid = np.arange(segment)[None, :, None] < ln[:, None, :]
         for k in range(len(ends)):
             out[k][pos[k][valid[k]]] = err[k][valid[k]]
     return out

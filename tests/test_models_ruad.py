@@ -34,15 +34,44 @@ def test_batched_lstm_reproduces_per_node_nn_lstm():
 def test_forward_rows_equals_explicit_windows():
     F, W, R = 5, 3, 8
     net = BatchedRUADNet(2, F, (4, 2, 4), seed=1)
-    rows = torch.randn(2, 3, R, F)
+    rows = torch.randn(2, R, 3, F)  # [n, row, segment, F]
     with torch.no_grad():
-        got = net.forward_rows(rows, W)
-        wins = torch.stack([rows[:, :, j : j + W] for j in range(R - W + 1)], dim=2)  # [n, S, c, W, F]
-        want = net(wins.reshape(2, -1, W, F)).reshape(2, 3, R - W + 1, F)
+        got = net.forward_rows(rows, W)  # [n, R-W+1, segment, F]
+        wins = torch.stack([rows[:, j : j + W] for j in range(R - W + 1)], dim=1)  # [n, c, W, S, F]
+        want = net(wins.transpose(2, 3).reshape(2, -1, W, F)).reshape(2, R - W + 1, 3, F)
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
     dense = BatchedDenseNet(2, F, (4, 2, 4))
     with torch.no_grad():
-        torch.testing.assert_close(dense.forward_rows(rows), dense(rows.reshape(2, -1, 1, F)).reshape(2, 3, R, F))
+        torch.testing.assert_close(dense.forward_rows(rows), dense(rows.reshape(2, -1, 1, F)).reshape(2, R, 3, F))
+
+
+def test_batched_gradients_equal_per_node_nn_lstm_gradients():
+    """Forward and every parameter gradient of the batched net (segments, hand-written BPTT) equal those
+    of per-node ``nn.LSTM`` networks on the same windows, with the same L1 loss."""
+    F, sizes, W, R, S = 6, (5, 3, 5), 4, 9, 3
+    torch.manual_seed(0)
+    refs = [RUADNet(F, sizes).double() for _ in range(2)]
+    net = BatchedRUADNet(2, F, sizes).double()
+    for k, r in enumerate(refs):
+        load_node_from_reference(net, k, r)
+    rows = torch.rand(2, R, S, F, dtype=torch.float64)
+    out = net.forward_rows(rows, W)
+    (out - rows[:, W - 1 :]).abs().mean(dim=3).mean(dim=(1, 2)).sum().backward()
+    for k, r in enumerate(refs):
+        wins = torch.stack([rows[k, j : j + W] for j in range(R - W + 1)])  # [c, W, S, F]
+        x = wins.permute(0, 2, 1, 3).reshape(-1, W, F)
+        ref_out = r(x)
+        torch.testing.assert_close(out[k].reshape(-1, F), ref_out)
+        (ref_out - x[:, -1]).abs().mean().backward()
+        for bl, rl in ((net.lstm1, r.lstm1), (net.lstm2, r.lstm2)):
+            H = bl.hidden
+            order = torch.cat([torch.arange(0, 2 * H), torch.arange(3 * H, 4 * H), torch.arange(2 * H, 3 * H)])
+            torch.testing.assert_close(bl.w_ih.grad[k], rl.weight_ih_l0.grad[order].T)
+            torch.testing.assert_close(bl.w_hh.grad[k], rl.weight_hh_l0.grad[order].T)
+            torch.testing.assert_close(bl.bias.grad[k, 0], rl.bias_ih_l0.grad[order])
+        for bl, rl in ((net.dec1, r.dec1), (net.dec2, r.dec2)):
+            torch.testing.assert_close(bl.weight.grad[k], rl.weight.grad.T)
+            torch.testing.assert_close(bl.bias.grad[k, 0], rl.bias.grad)
 
 
 def test_segments_follow_runs_of_consecutive_windows():
@@ -177,18 +206,32 @@ def test_detects_synthetic_anomalies(synthetic, cls, mode):
 
 
 @pytest.mark.parametrize("seq", [True, False])
-def test_hand_written_bptt_matches_autograd(seq):
+@pytest.mark.parametrize("stride", [2, 7])  # overlapping windows of rows (layer 1) / disjoint steps (layer 2)
+def test_hand_written_bptt_matches_autograd(seq, stride):
     from models.batched_lstm import LSTMRecurrence, lstm_recurrence_reference
 
     g = torch.Generator().manual_seed(0)
-    proj = torch.randn(2, 5, 12, 7, generator=g, dtype=torch.float64, requires_grad=True)
-    w = (0.5 * torch.randn(2, 12, 3, generator=g, dtype=torch.float64)).requires_grad_()
-    out = LSTMRecurrence.apply(proj, w, seq)
-    ref = lstm_recurrence_reference(proj, w, seq)
+    W, B = 5, 7
+    proj = torch.randn(2, 12, (W - 1) * stride + B, generator=g, dtype=torch.float64, requires_grad=True)
+    w = (0.5 * torch.randn(2, 3, 12, generator=g, dtype=torch.float64)).requires_grad_()
+    out = LSTMRecurrence.apply(proj, w, W, stride, seq)
+    ref = lstm_recurrence_reference(proj, w, W, stride, seq)
     torch.testing.assert_close(out, ref)
     upstream = torch.randn(out.shape, generator=g, dtype=torch.float64)
     got = torch.autograd.grad(out, (proj, w), upstream)
     want = torch.autograd.grad(ref, (proj, w), upstream)
     for a, b in zip(got, want, strict=True):
         torch.testing.assert_close(a, b)
-    assert torch.autograd.gradcheck(lambda p, ww: LSTMRecurrence.apply(p, ww, seq), (proj, w))
+    assert torch.autograd.gradcheck(lambda p, ww: LSTMRecurrence.apply(p, ww, W, stride, seq), (proj, w))
+
+
+def test_float32_recurrence_close_to_tanh_reference():
+    """The sigmoid form of tanh used in float32 stays within float32 rounding of ``torch.tanh``."""
+    from models.batched_lstm import LSTMRecurrence, lstm_recurrence_reference
+
+    g = torch.Generator().manual_seed(1)
+    proj = 3 * torch.randn(3, 28, 9 * 4 + 32, generator=g)
+    w = torch.randn(3, 7, 28, generator=g)
+    torch.testing.assert_close(
+        LSTMRecurrence.apply(proj, w, 10, 4, True), lstm_recurrence_reference(proj, w, 10, 4, True), atol=2e-6, rtol=1e-5
+    )
