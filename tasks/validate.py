@@ -220,6 +220,12 @@ def _component(batch: pa.Table, columns: list[str], expectations: list[int], nul
             reps.append(int(np.argmax(miss)))
         weights = np.bincount(ids, minlength=len(reps))
         return _Component(columns, expectations, ids, {c: arrays[c].take(pa.array(reps, pa.int64()))}, weights)
+    if len(columns) == 1:
+        arr = arrays[columns[0]]
+        probe = arr.slice(0, 4096)
+        if n > len(probe) and pc.count_distinct(probe, mode="all").as_py() > 0.9 * len(probe):
+            # mostly distinct (offsets, sub-second times): one class per row, skip the hashing
+            return _Component(columns, expectations, np.arange(n, dtype=np.int64), {columns[0]: arr}, np.ones(n, np.int64))
     codes = []
     for c in columns:
         enc = pc.dictionary_encode(arrays[c], null_encoding="encode")
@@ -285,7 +291,7 @@ def _reweight(r: Any, e: Expectation, comp: _Component, n: int) -> np.ndarray | 
         res["unexpected_percent"] = res["unexpected_percent_nonmissing"]
     elif "unexpected_percent" in res:
         res["unexpected_percent"] = 100.0 * unexpected / n if n else None
-    if "partial_unexpected_index_list" in res:
+    if "partial_unexpected_index_list" in res and idx.size:
         first = comp.first_rows()
         res["partial_unexpected_index_list"] = [int(first[i]) for i in idx[keep][:20]]
     values = res.get("unexpected_list")
