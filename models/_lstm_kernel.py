@@ -101,11 +101,12 @@ def lstm_forward(proj, w_hh, stride, acts, cs, tcs, hs):  # noqa: ANN001, ANN201
                     hh[b] = oo[b] * tc[b]
 
 
-@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-def lstm_backward(acts, cs, tcs, w_hh, grad, seq, stride, dgates, d_proj):  # noqa: ANN001, ANN201
+@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy", fastmath={"reassoc", "contract"})
+def lstm_backward(acts, cs, tcs, hs, w_hh, grad, seq, stride, dgates, d_proj, d_w):  # noqa: ANN001, ANN201
     """BPTT: ``grad`` is dL/dh ``[n, H, W, B]`` (``seq``) or ``[n, H, 1, B]`` (last step only). Fills
-    ``dgates[n, 4H, W, B]`` (dL/d pre-activation) and, if ``d_proj`` is not empty, adds step t's
-    gate gradients into ``d_proj[:, :, t*stride : t*stride + B]`` (overlapping windows of rows)."""
+    ``dgates[n, 4H, W, B]`` (dL/d pre-activation) and ``d_w[n, H, 4H]`` (dL/dW_hh), and, if ``d_proj``
+    is not empty, adds step t's gate gradients into ``d_proj[:, :, t*stride : t*stride + B]``
+    (overlapping windows of rows). ``reassoc`` lets LLVM vectorise the dot products of ``d_w``."""
     n, G, W, B = acts.shape
     H = G // 4
     one = acts.dtype.type(1.0)
@@ -113,6 +114,9 @@ def lstm_backward(acts, cs, tcs, w_hh, grad, seq, stride, dgates, d_proj):  # no
     dh = np.empty((H, B), dtype=acts.dtype)
     dc = np.empty((H, B), dtype=acts.dtype)
     for k in range(n):
+        for j in range(H):
+            for r in range(G):
+                d_w[k, j, r] = 0
         last = W - 1 if seq else 0
         for j in range(H):
             for b in range(B):
@@ -153,6 +157,14 @@ def lstm_backward(acts, cs, tcs, w_hh, grad, seq, stride, dgates, d_proj):  # no
                     for b in range(B):
                         dst[off + b] += src[b]
             if t > 0:
+                for j in range(H):
+                    hp = hs[k, j, t - 1]
+                    for r in range(G):
+                        src = dgates[k, r, t]
+                        acc = d_w.dtype.type(0.0)
+                        for b in range(B):
+                            acc += hp[b] * src[b]
+                        d_w[k, j, r] += acc
                 for j in range(H):
                     row = dh[j]
                     if seq:

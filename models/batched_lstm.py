@@ -99,9 +99,10 @@ class LSTMRecurrence(torch.autograd.Function):
     so that output is also a view.
 
     The step loops run in compiled kernels (:mod:`models._lstm_kernel`, numba): with H = 7 the eager
-    version spent most of its time dispatching ~20 tiny torch ops per step and layer. The
-    recurrent-weight gradient is one bmm over all steps; the kernel accumulates the input-projection
-    gradient of overlapping windows in place.
+    version spent most of its time dispatching ~20 tiny torch ops per step and layer. The kernel
+    also accumulates the recurrent-weight gradient (vectorised dot products while the step's gate
+    gradients are in cache, instead of a bmm re-reading all of them) and the input-projection
+    gradient of overlapping windows.
     """
 
     @staticmethod
@@ -135,15 +136,11 @@ class LSTMRecurrence(torch.autograd.Function):
         dgates = acts.new_empty(n, G, W, B)
         disjoint = stride == B  # steps read disjoint columns: d_proj is dgates itself
         d_proj = dgates.view(n, G, P) if disjoint else acts.new_zeros(n, G, P)
+        d_w = torch.empty_like(w_hh)
         lstm_backward(
-            acts.numpy(), cs.numpy(), tcs.numpy(), w_hh.numpy(), grad.numpy(), seq, stride, dgates.numpy(),
-            (acts.new_empty(n, G, 0) if disjoint else d_proj).numpy(),
+            acts.numpy(), cs.numpy(), tcs.numpy(), hs.numpy(), w_hh.numpy(), grad.numpy(), seq, stride,
+            dgates.numpy(), (acts.new_empty(n, G, 0) if disjoint else d_proj).numpy(), d_w.numpy(),
         )
-        if W > 1:
-            h_prev = hs[:, :, :-1].reshape(n, H, (W - 1) * B)
-            d_w = torch.bmm(h_prev, dgates[:, :, 1:].reshape(n, G, (W - 1) * B).transpose(1, 2))
-        else:
-            d_w = torch.zeros_like(w_hh)
         return d_proj, d_w, None, None, None
 
 

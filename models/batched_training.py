@@ -77,9 +77,39 @@ def _as_tensor(X: np.ndarray) -> torch.Tensor:
     return torch.nan_to_num(Xt, nan=0.0) if bool(torch.isnan(Xt).any()) else Xt
 
 
-def _elementwise_loss(x_hat: torch.Tensor, x: torch.Tensor, loss: str) -> torch.Tensor:
-    d = x_hat - x
-    return d.abs() if loss == "mae" else d * d
+class _WindowLoss(torch.autograd.Function):
+    """Weighted sum of per-window mean reconstruction errors (L1 or squared) per node.
+
+    ``x_hat, target[n, c, S, F]``, ``weight[n, c, S]`` -> ``(node_loss[n], err[n, c, S])`` with
+    ``err`` the per-window mean error (not differentiable) and ``node_loss = sum(weight * err)``.
+    The gradient ``sign(d) * weight / F`` (or ``2 d weight / F``) is formed in the forward pass in
+    place, so forward + backward make 5 passes over the reconstruction instead of autograd's ~9.
+    """
+
+    @staticmethod
+    def forward(ctx, x_hat: torch.Tensor, target: torch.Tensor, weight: torch.Tensor, mse: bool):  # noqa: ANN001, ANN205
+        """Per-node losses and per-window errors."""
+        d = x_hat.detach() - target
+        err = (d * d if mse else d.abs()).mean(dim=3)
+        node_loss = (err * weight).sum(dim=(1, 2))
+        scale = weight[..., None] * ((2.0 if mse else 1.0) / d.shape[3])
+        ctx.save_for_backward((d if mse else d.sign_()).mul_(scale))
+        ctx.mark_non_differentiable(err)
+        return node_loss, err
+
+    @staticmethod
+    def backward(ctx, grad_node: torch.Tensor, _grad_err: torch.Tensor):  # noqa: ANN001, ANN205
+        """``d loss / d x_hat``."""
+        (g,) = ctx.saved_tensors
+        return g * grad_node[:, None, None, None], None, None, None
+
+
+def window_loss(x_hat: torch.Tensor, target: torch.Tensor, mask: torch.Tensor, loss: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-node mean loss over the unmasked windows (differentiable) and the per-window errors
+    (masked windows count 0): ``x_hat, target[n, c, S, F]``, ``mask[n, c, S]``."""
+    weight = mask / mask.sum(dim=(1, 2), keepdim=True).clamp_min(1.0)
+    node_loss, err = _WindowLoss.apply(x_hat, target, weight, loss == "mse")
+    return node_loss, err * mask
 
 
 def _segment_pass(
@@ -150,7 +180,7 @@ def train_batched(
     wait = np.zeros(n, dtype=np.int64)
     params = list(net.parameters())
     best = [p.detach().clone() for p in params]
-    opt = torch.optim.Adam(params, lr=lr)
+    opt = torch.optim.Adam(params, lr=lr, fused=True)  # one kernel per parameter (same update rule)
     rng = np.random.default_rng(seed)
     width = seg.first_end.shape[1]
     steps = 0
@@ -167,8 +197,7 @@ def train_batched(
         net.train()
         for s in range(0, int(seg.count[active].max(initial=0)), per_step):
             x_hat, target, mask = _segment_pass(net, Xt, first[:, s : s + per_step], length[:, s : s + per_step], window, segment)
-            err = _elementwise_loss(x_hat, target, loss).mean(dim=3) * mask
-            node_loss = err.sum(dim=(1, 2)) / mask.sum(dim=(1, 2)).clamp_min(1.0)
+            node_loss, err = window_loss(x_hat, target, mask, loss)
             opt.zero_grad(set_to_none=True)
             node_loss.sum().backward()
             opt.step()
@@ -176,7 +205,7 @@ def train_batched(
                 with torch.no_grad():
                     for p, b in zip(params, best, strict=True):
                         p[~act_t] = b[~act_t]
-            sums += err.detach().sum(dim=(1, 2)).double()
+            sums += err.sum(dim=(1, 2)).double()
             steps += 1
         ep_train = sums.numpy() / np.maximum(n_tr, 1)
         ep_val = np.where(n_val > 0, mean_window_loss(net, X, va_ends, window, loss, Xt=Xt), ep_train)

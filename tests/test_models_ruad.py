@@ -8,7 +8,7 @@ import torch
 
 from models.base import NotFittedError
 from models.batched_lstm import BatchedDenseNet, BatchedRUADNet, RUADNet, load_node_from_reference
-from models.batched_training import feature_errors, make_segments, train_batched
+from models.batched_training import feature_errors, make_segments, train_batched, window_loss
 from models.dense_ae import DenseAutoencoder
 from models.metrics import pooled_auc
 from models.preprocess import chronological_split, features_from_stats
@@ -72,6 +72,25 @@ def test_batched_gradients_equal_per_node_nn_lstm_gradients():
         for bl, rl in ((net.dec1, r.dec1), (net.dec2, r.dec2)):
             torch.testing.assert_close(bl.weight.grad[k], rl.weight.grad.T)
             torch.testing.assert_close(bl.bias.grad[k, 0], rl.bias.grad)
+
+
+@pytest.mark.parametrize("loss", ["mae", "mse"])
+def test_window_loss_matches_autograd_of_plain_formula(loss):
+    g = torch.Generator().manual_seed(2)
+    x_hat = torch.randn(3, 5, 2, 4, generator=g, dtype=torch.float64, requires_grad=True)
+    target = torch.randn(3, 5, 2, 4, generator=g, dtype=torch.float64)
+    mask = (torch.rand(3, 5, 2, generator=g) > 0.3).double()
+    mask[2] = 0  # a node without windows in this minibatch
+    node_loss, err = window_loss(x_hat, target, mask, loss)
+    d = x_hat - target
+    e = (d.abs() if loss == "mae" else d * d).mean(dim=3) * mask
+    want = e.sum(dim=(1, 2)) / mask.sum(dim=(1, 2)).clamp_min(1.0)
+    torch.testing.assert_close(node_loss, want)
+    torch.testing.assert_close(err, e.detach())
+    upstream = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+    (got,) = torch.autograd.grad(node_loss, x_hat, upstream)
+    (ref,) = torch.autograd.grad(want, x_hat, upstream)
+    torch.testing.assert_close(got, ref)
 
 
 def test_segments_follow_runs_of_consecutive_windows():
