@@ -71,9 +71,11 @@ def gather_segments(X: torch.Tensor, first_end: torch.Tensor, window: int, segme
     return X.reshape(n * T, F).index_select(0, t.view(-1)).view(n, segment + window - 1, -1, F)
 
 
-def _as_tensor(X: np.ndarray) -> torch.Tensor:
+def as_tensor(X: np.ndarray) -> torch.Tensor:
     """Float32 tensor of ``X`` with NaN (missing rows, never inside a window) set to 0."""
     Xt = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32))
+    if bool(torch.isfinite(Xt.sum())):  # one vectorised pass, no [n, T, F] bool temporary; NaN makes the sum NaN
+        return Xt
     return torch.nan_to_num(Xt, nan=0.0) if bool(torch.isnan(Xt).any()) else Xt
 
 
@@ -151,19 +153,22 @@ def train_batched(
     segment: int = 32,
     seed: int = 0,
     progress: Callable[[int, np.ndarray], None] | None = None,
+    Xt: torch.Tensor | None = None,
 ) -> TrainResult:
     """Train a stacked per-node network in place (Adam; per-node masks, early stopping and best weights).
 
     ``X[n, T, F]`` scaled features; ``ends[k]`` the chronological window-end indices of node k
     (time-consistency filter applied). A minibatch holds ``batch_size // segment`` segments per node.
-    ``progress(epoch, train_loss[n])`` is called after every epoch if given.
+    ``progress(epoch, train_loss[n])`` is called after every epoch if given; ``Xt`` is ``X`` as
+    returned by :func:`as_tensor` if the caller already has it.
     """
     if loss not in ("mae", "mse"):
         raise ValueError(f"loss must be 'mae' or 'mse', got {loss!r}")
     segment = max(1, min(segment, batch_size))
     per_step = max(1, batch_size // segment)
     n = X.shape[0]
-    Xt = _as_tensor(X)
+    if Xt is None:
+        Xt = as_tensor(X)
     counts = np.array([len(e) for e in ends])
     n_val = np.floor(counts * val_fraction).astype(np.int64)
     n_val = np.where(counts - n_val >= 1, n_val, 0)
@@ -240,22 +245,23 @@ def feature_errors(
     """Per-feature absolute reconstruction errors ``|x_hat - x|`` (RUAD Section 3.2) at each node's
     window ends: one ``[len(ends[k]), F]`` array per node, in the order of ``ends[k]``."""
     if Xt is None:
-        Xt = _as_tensor(X)
+        Xt = as_tensor(X)
     seg = make_segments(ends, segment)
-    out = [np.zeros((len(e), X.shape[2]), dtype=np.float32) for e in ends]
+    counts = np.array([len(e) for e in ends], dtype=np.int64)
+    start = np.r_[0, np.cumsum(counts)[:-1]]  # node k's windows at flat[start[k] : start[k] + counts[k]]
+    flat = np.zeros((int(counts.sum()), X.shape[2]), dtype=np.float32)
     net.eval()
     first_all = torch.from_numpy(seg.first_end)
     len_all = torch.from_numpy(seg.length)
     for s in range(0, int(seg.count.max(initial=0)), per_step):
         x_hat, target, _ = _segment_pass(net, Xt, first_all[:, s : s + per_step], len_all[:, s : s + per_step], window, segment)
-        err = (x_hat - target).abs().numpy()
+        err = x_hat.sub_(target).abs_().numpy()
         off = seg.offset[:, s : s + per_step]
         ln = seg.length[:, s : s + per_step]
-        pos = off[:, None, :] + np.arange(segment)[None, :, None]
+        pos = start[:, None, None] + off[:, None, :] + np.arange(segment)[None, :, None]
         valid = np.arange(segment)[None, :, None] < ln[:, None, :]
-        for k in range(len(ends)):
-            out[k][pos[k][valid[k]]] = err[k][valid[k]]
-    return out
+        flat[pos[valid]] = err[valid]
+    return np.split(flat, np.cumsum(counts)[:-1])
 
 
 def mean_window_loss(

@@ -17,7 +17,7 @@ import torch
 
 from models.base import NodeEstimator, paper_layer_sizes, reconstruction_error
 from models.batched_lstm import BatchedRUADNet
-from models.batched_training import TrainResult, feature_errors, train_batched
+from models.batched_training import TrainResult, as_tensor, feature_errors, train_batched
 from models.preprocess import valid_rows, window_ends
 
 MODES = ("unsupervised", "semi")
@@ -82,14 +82,15 @@ class AutoencoderEstimator(NodeEstimator):
         ends = window_ends(rows, self._w)
         counts = np.array([len(e) for e in ends])
         self.net_ = self._net_class(self.n_nodes_, self.n_features_, sizes, seed=self.seed)
+        Xt = as_tensor(Xs)
         self.history_: TrainResult = train_batched(
             self.net_, Xs, ends, self._w, epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
             loss=self.loss, patience=self.patience, val_fraction=self.val_fraction, segment=self.segment, seed=self.seed,
-            progress=progress,
+            progress=progress, Xt=Xt,
         )
         self.n_train_windows_ = counts
         self.failed_ = dict(self.history_.failed)
-        errs = feature_errors(self.net_, Xs, ends, self._w)
+        errs = feature_errors(self.net_, Xs, ends, self._w, Xt=Xt)
         self.max_error_ = np.array(
             [float(reconstruction_error(e).max()) if len(e) else np.nan for e in errs], dtype=np.float64
         )
