@@ -138,6 +138,8 @@ def _row_map(e: Expectation) -> bool:
 
 
 def _reducible_type(t: pa.DataType) -> bool:
+    if pa.types.is_dictionary(t):
+        t = t.value_type
     return (
         pa.types.is_integer(t)
         or pa.types.is_floating(t)
@@ -149,7 +151,9 @@ def _reducible_type(t: pa.DataType) -> bool:
 
 
 def _gx_array(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
-    """A column with the Arrow type GX gets it in (see :func:`_gx_frame`)."""
+    """A column with the Arrow type GX gets it in (see :func:`_gx_frame`); dictionary columns decoded."""
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
     if pa.types.is_timestamp(col.type):
         return col.cast(pa.timestamp("ns", tz=col.type.tz)).cast(pa.int64())
     if pa.types.is_integer(col.type):
@@ -199,17 +203,41 @@ class _Component:
 
 def _missing(arr: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """Missing as pandas sees it once converted: null, or NaN in a float column."""
+    if pa.types.is_dictionary(arr.type):
+        values = pa.chunked_array(arr).combine_chunks()
+        if values.dictionary.null_count == 0 and not pa.types.is_floating(arr.type.value_type):
+            return np.asarray(pc.is_null(values.indices).to_numpy(zero_copy_only=False), dtype=bool)
+        arr = _gx_array(arr)
     m = pc.is_null(arr, nan_is_null=True) if pa.types.is_floating(arr.type) else pc.is_null(arr)
     return np.asarray(m.to_numpy(zero_copy_only=False), dtype=bool)
 
 
+def _codes(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """``(ids, values)``: each row's index into the distinct (GX-typed) ``values``, null included.
+
+    A dictionary column brings its own codes (no hashing) when its dictionary is distinct and used.
+    """
+    if pa.types.is_dictionary(col.type):
+        d = pa.chunked_array(col).combine_chunks()  # unifies the chunks' dictionaries
+        values, k = d.dictionary, len(d.dictionary)
+        ids = np.asarray(pc.fill_null(d.indices, k).to_numpy(zero_copy_only=False), dtype=np.int64)
+        if d.indices.null_count:
+            values = pa.concat_arrays([values, pa.nulls(1, values.type)])
+        used = np.bincount(ids, minlength=len(values)) > 0
+        if used.all() and pc.count_distinct(values, mode="all").as_py() == len(values):
+            return ids, _gx_array(values)
+        col = d
+    arr = _gx_array(col)
+    enc = pc.dictionary_encode(arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr, null_encoding="encode")
+    return np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64), enc.dictionary
+
+
 def _component(batch: pa.Table, columns: list[str], expectations: list[int], null_only: bool) -> _Component:
     n = batch.num_rows
-    arrays = {c: _gx_array(batch.column(c)) for c in columns}
-    arrays = {c: a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for c, a in arrays.items()}
+    raw = {c: batch.column(c) for c in columns}
     if null_only:
         (c,) = columns
-        miss = _missing(arrays[c])
+        miss = _missing(raw[c])
         reps, ids = [], np.zeros(n, np.int64)
         present = ~miss
         if present.any():
@@ -219,17 +247,17 @@ def _component(batch: pa.Table, columns: list[str], expectations: list[int], nul
                 ids = miss.astype(np.int64)
             reps.append(int(np.argmax(miss)))
         weights = np.bincount(ids, minlength=len(reps))
-        return _Component(columns, expectations, ids, {c: arrays[c].take(pa.array(reps, pa.int64()))}, weights)
-    if len(columns) == 1:
-        arr = arrays[columns[0]]
+        values = _gx_array(raw[c].take(pa.array(reps, pa.int64())))
+        return _Component(columns, expectations, ids, {c: pa.chunked_array(values).combine_chunks()}, weights)
+    if len(columns) == 1 and not pa.types.is_dictionary(raw[columns[0]].type):
+        arr = _gx_array(raw[columns[0]])
+        arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
         probe = arr.slice(0, 4096)
         if n > len(probe) and pc.count_distinct(probe, mode="all").as_py() > 0.9 * len(probe):
             # mostly distinct (offsets, sub-second times): one class per row, skip the hashing
             return _Component(columns, expectations, np.arange(n, dtype=np.int64), {columns[0]: arr}, np.ones(n, np.int64))
-    codes = []
-    for c in columns:
-        enc = pc.dictionary_encode(arrays[c], null_encoding="encode")
-        codes.append((np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64), enc.dictionary))
+        raw = {columns[0]: arr}
+    codes = [_codes(raw[c]) for c in columns]
     if len(columns) == 1:
         ids, dictionary = codes[0]
         weights = np.bincount(ids, minlength=len(dictionary))
@@ -240,8 +268,8 @@ def _component(batch: pa.Table, columns: list[str], expectations: list[int], nul
         enc = pc.dictionary_encode(pa.array(key, pa.int64()))
         key, card = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64), len(enc.dictionary)
     comp = _Component(columns, expectations, key, {}, np.bincount(key, minlength=card))
-    first = pa.array(comp.first_rows())
-    comp.values = {c: arrays[c].take(first) for c in columns}
+    first = comp.first_rows()
+    comp.values = {c: codes[j][1].take(pa.array(codes[j][0][first])) for j, c in enumerate(columns)}
     return comp
 
 
@@ -476,8 +504,9 @@ class BatchValidator:
                     failures.append((m, label))
                 self.unexpected[label] = self.unexpected.get(label, 0) + cnt
             self._merge(template, [per_exp[i] for i in range(len(self.expectations))])
+        plain = _decoded(batch) if self.row_checks else batch
         for check in self.row_checks:
-            for label, mask in check(batch):
+            for label, mask in check(plain):
                 mask = np.asarray(mask, dtype=bool)
                 if mask.shape != (n,):
                     raise ValueError(f"row check {label} returned a mask of shape {mask.shape} for {n} rows")
@@ -523,6 +552,15 @@ class BatchValidator:
         stats["successful_expectations"] = sum(bool(r.success) for r in self.merged.results)
         stats["unsuccessful_expectations"] = total - stats["successful_expectations"]
         stats["success_percent"] = 100.0 * stats["successful_expectations"] / total if total else None
+
+
+def _decoded(batch: pa.Table) -> pa.Table:
+    """``batch`` with dictionary columns decoded (row checks see the plain column types)."""
+    if not any(pa.types.is_dictionary(f.type) for f in batch.schema):
+        return batch
+    return pa.table(
+        [c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c for c in batch.columns], names=batch.column_names
+    )
 
 
 def _outcome(n: int, failures: list[tuple[np.ndarray, str]]) -> tuple[np.ndarray, pa.Array]:

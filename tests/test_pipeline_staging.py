@@ -134,3 +134,34 @@ def test_spilled_and_in_memory_staging_write_identical_files(tmp_path, monkeypat
     (s1, q1, c1), (s2, q2, c2) = out.values()
     assert s1.equals(s2) and c1 == c2
     assert (q1 is None and q2 is None) or q1.equals(q2)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_lsd_order_is_arrows_stable_sort(seed):
+    import numpy as np
+    import pyarrow.compute as pc
+
+    rng = np.random.default_rng(seed)
+    n = 5000
+    t0 = 1_700_000_000 * 10**9
+    cols = {
+        "node": pa.array(rng.integers(0, 30, n), pa.int32(), mask=rng.random(n) < 0.05),
+        "time": pa.array(np.sort(rng.integers(0, 50, n)) * 10**9 + t0, pa.int64()).cast(pa.timestamp("ns", tz="UTC")),
+        "small": pa.array(rng.integers(-5, 5, n), pa.int64(), mask=rng.random(n) < 0.05),
+        "metric": pa.array(rng.integers(0, 3, n), pa.int16()),
+        "message": pa.array(rng.choice(np.array(["b", "a", "c", None], object), n), pa.string()),
+        "flag": pa.array(rng.random(n) < 0.5),
+    }
+    for sort_cols, exact in (
+        (["node", "time", "metric"], []),
+        (["node", "time", "metric", "message"], ["message"]),
+        (["flag", "small", "node", "message"], ["message"]),
+    ):
+        got = P._lsd_order(cols, sort_cols, exact, n)
+        want = pc.sort_indices(
+            pa.table({c: cols[c] for c in sort_cols}), sort_keys=[(c, "ascending", "at_end") for c in sort_cols]
+        )
+        assert got is not None and got.tolist() == want.to_numpy().tolist(), sort_cols
+    assert P._lsd_order(cols, ["message", "node"], ["message"], n) is None  # strings must come last
+    wide = {"pid": pa.array(rng.integers(0, 10**9, n))}
+    assert P._lsd_order(wide, ["pid"], [], n) is None  # far from sorted: left to Arrow

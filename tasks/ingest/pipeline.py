@@ -245,11 +245,14 @@ def _rank_codes(arr: pa.ChunkedArray | pa.Array, by_bucket: bool = False) -> pa.
     ``by_bucket``: ordered by (node bucket of the value, value) instead, so that sorting by the
     codes alone sorts by (bucket, value).
     """
-    arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+    arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr  # (unifies dictionaries)
     probe = arr.slice(0, 4096)
+    probe = probe.indices if pa.types.is_dictionary(arr.type) else probe
     if len(arr) > len(probe) and pc.count_distinct(probe).as_py() > len(probe) // 2:
         return None
-    enc = pc.dictionary_encode(arr)
+    enc = arr if pa.types.is_dictionary(arr.type) else pc.dictionary_encode(arr)
+    if pc.count_distinct(enc.dictionary, mode="all").as_py() != len(enc.dictionary):
+        enc = pc.dictionary_encode(arr.cast(arr.type.value_type))
     k = len(enc.dictionary)
     by_value = np.empty(k, np.int64)
     by_value[np.asarray(pc.sort_indices(enc.dictionary).to_numpy(), dtype=np.int64)] = np.arange(k)
@@ -279,12 +282,74 @@ def _equal_adjacent(col: pa.ChunkedArray | pa.Array, idx: np.ndarray) -> np.ndar
 def _equal_rows(col: pa.ChunkedArray | pa.Array, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``col[a] == col[b]`` element-wise with null == null (NaN != NaN, like Python's ``==``)."""
     x, y = col.take(pa.array(a)), col.take(pa.array(b))
+    if pa.types.is_dictionary(x.type):
+        x, y = x.cast(x.type.value_type), y.cast(y.type.value_type)
     try:
         eq = pc.fill_null(pc.equal(x, y), False)
     except pa.ArrowNotImplementedError:  # e.g. list columns: compare as Python values
         return np.array([u == v for u, v in zip(x.to_pylist(), y.to_pylist(), strict=True)], dtype=bool)
     both_null = pc.and_(pc.is_null(x), pc.is_null(y))
     return np.asarray(pc.or_(eq, both_null).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _int_key(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """``(values, null mask)`` of an integer-like column as numpy, narrowed to uint16 when its range
+    allows (numpy's stable sort is then a radix sort); ``None`` for other types."""
+    typ = col.type
+    if pa.types.is_timestamp(typ) or pa.types.is_date(typ) or pa.types.is_boolean(typ):
+        col = pc.cast(col, pa.int64())
+    elif not pa.types.is_integer(typ):
+        return None
+    null = np.asarray(pc.is_null(col).to_numpy(zero_copy_only=False), dtype=bool) if col.null_count else None
+    v = np.asarray((pc.fill_null(col, 0) if col.null_count else col).to_numpy(zero_copy_only=False)).astype(np.int64, copy=False)
+    if len(v):
+        lo, hi = int(v.min()), int(v.max())
+        if hi - lo < 65_536:
+            v = (v - lo).astype(np.uint16)
+    return v, null
+
+
+def _lsd_order(sortable: dict[str, Any], sort_cols: list[str], exact: list[str], n: int) -> np.ndarray | None:
+    """The stable ascending (nulls last) order of ``sort_cols`` by least-significant-key-first stable
+    passes of numpy's argsort: radix passes for the small-range integer codes (node and metric
+    ranks), run-aware merges for near-sorted times (``None`` when a wide key is far from sorted:
+    Arrow's comparison sort is cheaper then). Runs that tie on all integer keys are then
+    ordered by the ``exact`` (string) columns, which must come last. Same order as Arrow's
+    ``sort_indices``; ``None`` also when a key is not integer-like."""
+    prefix = [c for c in sort_cols if c not in exact]
+    if sort_cols[len(prefix) :] != exact:
+        return None
+    keys = []
+    for c in prefix:
+        k = _int_key(sortable[c])
+        if k is None:
+            return None
+        keys.append(k)
+    p = np.arange(n, dtype=np.int64)
+    for v, null in reversed(keys):
+        vp = v[p]
+        if vp.dtype != np.uint16 and np.count_nonzero(vp[1:] < vp[:-1]) > max(16, n // 64):
+            return None  # a wide key far from sorted (e.g. pids): Arrow compares it only on ties
+        p = p[np.argsort(vp, kind="stable")]
+        if null is not None:
+            p = p[np.argsort(null[p], kind="stable")]
+    if exact and n > 1:
+        same = np.ones(n - 1, bool)
+        for v, null in keys:
+            vs = v[p]
+            eq = vs[1:] == vs[:-1]
+            if null is not None:
+                ms = null[p]
+                eq = (eq & ~ms[1:] & ~ms[:-1]) | (ms[1:] & ms[:-1])
+            same &= eq
+        pos = np.flatnonzero(np.concatenate([same, [False]]) | np.concatenate([[False], same]))
+        if pos.size:
+            run = np.cumsum(np.concatenate([[True], ~same]))[pos]
+            sub = {"__run": pa.array(run)} | {c: sortable[c].take(pa.array(p[pos])) for c in exact}
+            keys_ = [("__run", "ascending", "at_end")] + [(c, "ascending", "at_end") for c in exact]
+            o = np.asarray(pc.sort_indices(pa.table(sub), sort_keys=keys_).to_numpy(), dtype=np.int64)
+            p[pos] = p[pos][o]
+    return p
 
 
 def _sort_dedupe(
@@ -322,21 +387,25 @@ def _sort_dedupe(
     merge_bucket = bucket_column is not None and len(sort_cols) > 1 and sort_cols[0] == BUCKET and sort_cols[1] == bucket_column
     for c in sort_cols:
         arr = column(c)
-        if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type) or pa.types.is_binary(arr.type):
+        if pa.types.is_dictionary(arr.type) or pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
             by_bucket = merge_bucket and c == bucket_column and arr.null_count == 0
             codes = _rank_codes(arr, by_bucket=by_bucket)
             if codes is None:
                 exact.append(c)
+                if pa.types.is_dictionary(arr.type):
+                    arr = arr.cast(arr.type.value_type)
             else:
                 arr = codes
                 if by_bucket:
                     sort_cols = sort_cols[1:]
         sortable[c] = arr
     n = n_ex + t.num_rows
-    idx = np.asarray(
-        pc.sort_indices(pa.table(sortable), sort_keys=[(c, "ascending", "at_end") for c in sort_cols]).to_numpy(),
-        dtype=np.int64,
-    )
+    idx = _lsd_order(sortable, sort_cols, exact, n)
+    if idx is None:
+        idx = np.asarray(
+            pc.sort_indices(pa.table(sortable), sort_keys=[(c, "ascending", "at_end") for c in sort_cols]).to_numpy(),
+            dtype=np.int64,
+        )
     same = np.ones(max(n - 1, 0), bool)
     for c in sort_cols:
         if c in key and c not in exact:
@@ -361,6 +430,30 @@ def _sort_dedupe(
             differ |= ~_equal_rows(column(c), idx[j], idx[first[j]])
         conflict[idx[j] - n_ex] = differ
     return rows_t[~dup[rows_t]], dup, conflict
+
+
+def _low_cardinality_strings(t: pa.Table) -> set[str]:
+    """String columns with few distinct values in their first rows (node, metric, app, ...)."""
+    out = set()
+    for name in t.column_names:
+        c = t.column(name)
+        if (pa.types.is_string(c.type) or pa.types.is_large_string(c.type)) and len(c):
+            probe = c.slice(0, 4096)
+            if pc.count_distinct(probe, mode="all").as_py() <= max(1, len(probe) // 2):
+                out.add(name)
+    return out
+
+
+def _encode_strings(t: pa.Table, columns: set[str]) -> pa.Table:
+    """``columns`` dictionary-encoded: hashed once here, they are then validated, bucketed, sorted
+    and taken as integer codes, and decoded only when the staged file is written."""
+    if not columns:
+        return t
+    cols = [
+        pc.dictionary_encode(c.combine_chunks()) if name in columns else c
+        for name, c in zip(t.column_names, t.columns, strict=True)
+    ]
+    return pa.table(cols, names=t.column_names)
 
 
 def _dictionary_columns(t: pa.Table) -> list[str]:
@@ -422,6 +515,7 @@ class Ingestor:
         self._per_file: dict[str, InputRecord] = {}
         self._names: dict[str, str] = {}
         self.timings: dict[str, float] = defaultdict(float)
+        self._encoded: set[str] | None = None
 
     @contextmanager
     def _timed(self, stage: str) -> Iterator[None]:
@@ -537,6 +631,9 @@ class Ingestor:
             return
         with self._timed("validate"):
             rows = self._conform(rows)
+            if self._encoded is None:  # decided on the first batch: the spool needs one schema
+                self._encoded = _low_cardinality_strings(rows)
+            rows = _encode_strings(rows, self._encoded)
             ok, reasons = self.validator.validate(rows)
         if not ok.all():
             with self._timed("quarantine"):
