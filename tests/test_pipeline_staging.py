@@ -79,15 +79,15 @@ def _keys(t):
     return [((n, ts, a, p, m), (f, s)) for ts, n, a, p, m, f, s in zip(iso, *cols, strict=True)]
 
 
-@pytest.mark.parametrize("spool_rows", [P.SPOOL_ROWS, 37])
-def test_staging_matches_reference_dedupe_in_memory_and_spilled(tmp_path, monkeypatch, spool_rows):
+@pytest.mark.parametrize("spool_bytes", [P.SPOOL_BYTES, 3000])
+def test_staging_matches_reference_dedupe_in_memory_and_spilled(tmp_path, monkeypatch, spool_bytes):
     from tasks.store import Store
 
-    monkeypatch.setattr(P, "SPOOL_ROWS", spool_rows)  # 37: spilled to disk, staged one bucket at a time
+    monkeypatch.setattr(P, "SPOOL_BYTES", spool_bytes)  # 3000: spilled to disk, staged one bucket at a time
     rows_a, rows_b = _lines(1, 400), _lines(2, 300)
     rows_b += random.Random(3).sample(rows_a, 60)  # the second file repeats some lines of the first
     a, b = _write(tmp_path / "a.log", rows_a), _write(tmp_path / "b.log", rows_b)
-    store = Store(str(tmp_path / f"store-{spool_rows}"))
+    store = Store(str(tmp_path / f"store-{spool_bytes}"))
     res = _ingest(store, [a, b], "r1")
     staged, dups, conflicts = _reference([rows_a, rows_b])
     assert dups > 50 and conflicts > 10
@@ -126,11 +126,11 @@ def test_spilled_and_in_memory_staging_write_identical_files(tmp_path, monkeypat
     rows_a, rows_b = _lines(11, 500), _lines(12, 500)
     a, b = _write(tmp_path / "a.log", rows_a), _write(tmp_path / "b.log", rows_b)
     out = {}
-    for spool_rows in (P.SPOOL_ROWS, 53):
-        monkeypatch.setattr(P, "SPOOL_ROWS", spool_rows)
-        store = Store(str(tmp_path / f"s{spool_rows}"))
+    for spool_bytes in (P.SPOOL_BYTES, 4000):
+        monkeypatch.setattr(P, "SPOOL_BYTES", spool_bytes)
+        store = Store(str(tmp_path / f"s{spool_bytes}"))
         res = _ingest(store, [a, b], "run")
-        out[spool_rows] = (_staged(store, res).drop_columns([]), _quarantined(store, res), res.counts)
+        out[spool_bytes] = (_staged(store, res).drop_columns([]), _quarantined(store, res), res.counts)
     (s1, q1, c1), (s2, q2, c2) = out.values()
     assert s1.equals(s2) and c1 == c2
     assert (q1 is None and q2 is None) or q1.equals(q2)

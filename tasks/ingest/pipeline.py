@@ -11,7 +11,8 @@ and accounts for every input row: ``rows_in = staged + quarantined + duplicates`
 per table. Files that cannot be parsed at all go to ``quarantine/files/<source>/<sha>.json`` with
 the error; rows read before a mid-file error (e.g. a truncated gzip) are kept.
 
-Memory is bounded by one parse batch plus one (date, bucket) spool partition.
+Memory is bounded by one validation chunk (``VALIDATE_ROWS`` / ``VALIDATE_BYTES``) plus the spool
+(``SPOOL_BYTES`` in memory, then one (date, bucket) partition at a time).
 """
 
 from __future__ import annotations
@@ -43,10 +44,14 @@ from tasks.store import Store
 from tasks.validate import BatchValidator, write_data_docs
 
 N_BUCKETS = 16
-SPOOL_ROWS = 2_000_000
-"""Rows the spool holds in memory; a date with more rows is staged one node bucket at a time."""
-VALIDATE_ROWS = 1_000_000
-"""Rows validated per GX call (parser batches are concatenated up to this size)."""
+SPOOL_BYTES = 768 * 2**20
+"""Bytes of rows the spool holds in memory (then it spills to disk by (date, node bucket)); a date
+with more is staged one node bucket at a time."""
+VALIDATE_ROWS = 4_000_000
+VALIDATE_BYTES = 192 * 2**20
+"""Parser batches are concatenated and validated together up to this many rows or bytes (one GX
+call per frame costs ~0.1 s of expectation-graph building whatever the size, and GX sees distinct
+values, so bigger chunks are cheaper per row; the byte bound keeps memory bounded)."""
 QUARANTINE_SCHEMA = pa.schema(
     [
         pa.field("source_sha256", pa.string()),
@@ -183,18 +188,18 @@ def _split(table: pa.Table, codes: np.ndarray) -> list[tuple[int, pa.Table]]:
 class _Spool:
     """Rows spooled per date in arrival order, each with its node bucket (column ``__bucket``).
 
-    Held in memory up to ``max_rows``; beyond, the buffer is written to temporary parquet files
+    Held in memory up to ``max_bytes``; beyond, the buffer is written to temporary parquet files
     partitioned by (date, bucket), so that a large date can be read back one bucket at a time.
     """
 
-    def __init__(self, root: Path, name: str, max_rows: int = 2_000_000) -> None:
+    def __init__(self, root: Path, name: str, max_bytes: int = SPOOL_BYTES) -> None:
         self.root = root / name
         self.parts: dict[tuple[str, int], list[Path]] = defaultdict(list)
         self.buffer: dict[str, list[pa.Table]] = defaultdict(list)
-        self.rows: dict[str, int] = defaultdict(int)
-        """Rows per date (buffered and written)."""
+        self.bytes: dict[str, int] = defaultdict(int)
+        """Bytes per date (buffered and written)."""
         self.buffered = 0
-        self.max_rows = max_rows
+        self.max_bytes = max_bytes
         self._seq = 0
 
     def add(self, table: pa.Table, labels: list[str], codes: np.ndarray, buckets: np.ndarray) -> None:
@@ -204,9 +209,9 @@ class _Spool:
         table = table.append_column(BUCKET, pa.array(np.asarray(buckets, dtype=np.int8)))
         for code, piece in _split(table, codes):
             self.buffer[labels[code]].append(piece)
-            self.rows[labels[code]] += piece.num_rows
-        self.buffered += table.num_rows
-        if self.buffered >= self.max_rows:
+            self.bytes[labels[code]] += piece.nbytes
+        self.buffered += table.nbytes
+        if self.buffered >= self.max_bytes:
             self.flush()
 
     def flush(self) -> None:
@@ -222,7 +227,7 @@ class _Spool:
         self.buffered = 0
 
     def dates(self) -> list[str]:
-        return sorted(self.rows)
+        return sorted(self.bytes)
 
     def buckets(self, date: str) -> list[int]:
         mem = {int(b) for t in self.buffer.get(date, []) for b in pc.unique(t.column(BUCKET)).to_pylist()}
@@ -508,8 +513,8 @@ class Ingestor:
         self.validator = BatchValidator(self.schema, exp, checks, suite_name=f"{self.schema.name}-{recorder.run_id}")
         self._tmp = tempfile.TemporaryDirectory(prefix=f"nodewatch-ingest-{spec.name}-")
         tmp = Path(self._tmp.name)
-        self.good = _Spool(tmp, "good", SPOOL_ROWS)
-        self.bad = _Spool(tmp, "bad", SPOOL_ROWS)
+        self.good = _Spool(tmp, "good", SPOOL_BYTES)
+        self.bad = _Spool(tmp, "bad", SPOOL_BYTES)
         self.result = IngestResult(table=self.schema.name)
         self._file_order: dict[str, int] = {}
         self._per_file: dict[str, InputRecord] = {}
@@ -552,20 +557,20 @@ class Ingestor:
             tz=self.tz,
             aliases=self.aliases,
         )
-        # Parser batches are validated together in chunks of >= VALIDATE_ROWS rows: each GX call has
-        # a fixed cost (~0.1 s of expectation-graph building), independent of the number of rows.
+        # Parser batches are validated together in chunks of up to VALIDATE_ROWS rows / VALIDATE_BYTES
         pending: list[ParseResult] = []
-        n_pending = 0
+        n_pending = b_pending = 0
         try:
             with open_binary(path) as stream:
                 for res in self._timed_iter(form.parse(stream, ctx)):
                     pending.append(res)
                     n_pending += res.rows_in
+                    b_pending += res.rows.nbytes
                     if on_rows:
                         on_rows(res.rows_in)
-                    if n_pending >= VALIDATE_ROWS:
+                    if n_pending >= VALIDATE_ROWS or b_pending >= VALIDATE_BYTES:
                         self._add_pending(rec, pending, path)
-                        pending, n_pending = [], 0
+                        pending, n_pending, b_pending = [], 0, 0
         except InputError as e:
             msg = str(e) if str(path) in str(e) or path.name in str(e) else f"{path}: {e}"
             self._add_pending(rec, pending, path)  # rows read before the error are kept
@@ -699,7 +704,7 @@ class Ingestor:
                     existing = existing.append_column(
                         BUCKET, pa.array(_buckets(existing.column(node) if node else None, existing.num_rows).astype(np.int8))
                     )
-                whole = self.good.rows[date] <= self.good.max_rows
+                whole = self.good.bytes[date] <= self.good.max_bytes
                 groups = [None] if whole else self.good.buckets(date)
             path = self.store.path(self.store.staged_key(self.schema.name, date, run_id))
             tmp_local = Path(self._tmp.name) / f"out-{date}.parquet"
