@@ -445,12 +445,14 @@ class BatchValidator:
         return res, by_idx
 
     # ------------------------------------------------------------------ validate
-    def validate(self, batch: pa.Table, *, distinct: bool = True) -> tuple[np.ndarray, pa.Array]:
+    def validate(self, batch: pa.Table, *, distinct: bool = True, plain: pa.Table | None = None) -> tuple[np.ndarray, pa.Array]:
         """Return ``(ok_mask, reasons)`` for the rows of ``batch``.
 
         ``reasons`` is a string array (dictionary-encoded) with the failing labels of each bad row
         joined by ``"; "`` in expectation order, then row-check order, null for good rows.
         ``distinct=False`` gives GX the full rows (the reference the distinct path must match).
+        ``plain``: the same rows without dictionary-encoded columns, for the row checks (else
+        ``batch`` is decoded for them).
         """
         import pandas as pd
 
@@ -504,7 +506,8 @@ class BatchValidator:
                     failures.append((m, label))
                 self.unexpected[label] = self.unexpected.get(label, 0) + cnt
             self._merge(template, [per_exp[i] for i in range(len(self.expectations))])
-        plain = _decoded(batch) if self.row_checks else batch
+        if plain is None or plain.num_rows != n:
+            plain = _decoded(batch) if self.row_checks else batch
         for check in self.row_checks:
             for label, mask in check(plain):
                 mask = np.asarray(mask, dtype=bool)

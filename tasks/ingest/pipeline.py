@@ -635,11 +635,11 @@ class Ingestor:
         if rows.num_rows == 0:
             return
         with self._timed("validate"):
-            rows = self._conform(rows)
+            plain = self._conform(rows)
             if self._encoded is None:  # decided on the first batch: the spool needs one schema
-                self._encoded = _low_cardinality_strings(rows)
-            rows = _encode_strings(rows, self._encoded)
-            ok, reasons = self.validator.validate(rows)
+                self._encoded = _low_cardinality_strings(plain)
+            rows = _encode_strings(plain, self._encoded)
+            ok, reasons = self.validator.validate(rows, plain=plain)
         if not ok.all():
             with self._timed("quarantine"):
                 keep = pa.array(ok)
