@@ -162,6 +162,12 @@ def test_lsd_order_is_arrows_stable_sort(seed):
             pa.table({c: cols[c] for c in sort_cols}), sort_keys=[(c, "ascending", "at_end") for c in sort_cols]
         )
         assert got is not None and got.tolist() == want.to_numpy().tolist(), sort_cols
-    assert P._lsd_order(cols, ["message", "node"], ["message"], n) is None  # strings must come last
-    wide = {"pid": pa.array(rng.integers(0, 10**9, n))}
+    assert P._lsd_order(cols, ["message", "node"], ["message"], n) is None  # no integer prefix
+    wide = {"pid": pa.array(rng.integers(0, 10**9, n), mask=rng.random(n) < 0.1), **cols}
     assert P._lsd_order(wide, ["pid"], [], n) is None  # far from sorted: left to Arrow
+    for sort_cols in (["node", "pid", "message"], ["node", "time", "pid", "metric"], ["time", "pid"]):
+        got = P._lsd_order(wide, sort_cols, ["message"] if "message" in sort_cols else [], n)
+        want = pc.sort_indices(
+            pa.table({c: wide[c] for c in sort_cols}), sort_keys=[(c, "ascending", "at_end") for c in sort_cols]
+        )
+        assert got is not None and got.tolist() == want.to_numpy().tolist(), sort_cols

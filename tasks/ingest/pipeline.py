@@ -47,6 +47,8 @@ N_BUCKETS = 16
 SPOOL_BYTES = 768 * 2**20
 """Bytes of rows the spool holds in memory (then it spills to disk by (date, node bucket)); a date
 with more is staged one node bucket at a time."""
+WRITE_ROWS = 256 * 1024
+"""Staged rows are gathered (sorted) and written in slices of this many rows (one row group each)."""
 VALIDATE_ROWS = 4_000_000
 VALIDATE_BYTES = 192 * 2**20
 """Parser batches are concatenated and validated together up to this many rows or bytes (one GX
@@ -314,31 +316,43 @@ def _int_key(col: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray | 
     return v, null
 
 
+def _far_from_sorted(v: np.ndarray) -> bool:
+    """A wide key whose every 64th value is often out of order (random pids; not times with
+    sub-second jitter, which numpy's stable sort handles in about a fifth of a random sort)."""
+    if v.dtype == np.uint16:
+        return False
+    s = v[::64]
+    return np.count_nonzero(s[1:] < s[:-1]) > max(16, len(s) // 8)
+
+
 def _lsd_order(sortable: dict[str, Any], sort_cols: list[str], exact: list[str], n: int) -> np.ndarray | None:
-    """The stable ascending (nulls last) order of ``sort_cols`` by least-significant-key-first stable
-    passes of numpy's argsort: radix passes for the small-range integer codes (node and metric
-    ranks), run-aware merges for near-sorted times (``None`` when a wide key is far from sorted:
-    Arrow's comparison sort is cheaper then). Runs that tie on all integer keys are then
-    ordered by the ``exact`` (string) columns, which must come last. Same order as Arrow's
-    ``sort_indices``; ``None`` also when a key is not integer-like."""
-    prefix = [c for c in sort_cols if c not in exact]
-    if sort_cols[len(prefix) :] != exact:
-        return None
+    """The stable ascending (nulls last) order of ``sort_cols``, without comparing rows in Python.
+
+    The leading integer-like keys (the *prefix*: node and metric rank codes, near-sorted times) are
+    sorted by least-significant-first stable passes of numpy's argsort: radix passes for
+    small-range codes, run-aware merges for near-sorted times. The remaining keys (strings, or a
+    wide key far from sorted such as pids) only break ties: the runs of rows equal on the prefix are
+    ordered by them with Arrow. Same order as Arrow's ``sort_indices`` on all keys; ``None`` when
+    there is no usable prefix (or a pass finds a wide key far from sorted: Arrow is cheaper then).
+    """
     keys = []
-    for c in prefix:
-        k = _int_key(sortable[c])
-        if k is None:
-            return None
+    for c in sort_cols:
+        k = None if c in exact else _int_key(sortable[c])
+        if k is None or _far_from_sorted(k[0]):
+            break
         keys.append(k)
+    tail = sort_cols[len(keys) :]
+    if not keys:
+        return None
     p = np.arange(n, dtype=np.int64)
     for v, null in reversed(keys):
         vp = v[p]
-        if vp.dtype != np.uint16 and np.count_nonzero(vp[1:] < vp[:-1]) > max(16, n // 64):
-            return None  # a wide key far from sorted (e.g. pids): Arrow compares it only on ties
+        if _far_from_sorted(vp):
+            return None
         p = p[np.argsort(vp, kind="stable")]
         if null is not None:
             p = p[np.argsort(null[p], kind="stable")]
-    if exact and n > 1:
+    if tail and n > 1:
         same = np.ones(n - 1, bool)
         for v, null in keys:
             vs = v[p]
@@ -350,8 +364,8 @@ def _lsd_order(sortable: dict[str, Any], sort_cols: list[str], exact: list[str],
         pos = np.flatnonzero(np.concatenate([same, [False]]) | np.concatenate([[False], same]))
         if pos.size:
             run = np.cumsum(np.concatenate([[True], ~same]))[pos]
-            sub = {"__run": pa.array(run)} | {c: sortable[c].take(pa.array(p[pos])) for c in exact}
-            keys_ = [("__run", "ascending", "at_end")] + [(c, "ascending", "at_end") for c in exact]
+            sub = {"__run": pa.array(run)} | {c: sortable[c].take(pa.array(p[pos])) for c in tail}
+            keys_ = [("__run", "ascending", "at_end")] + [(c, "ascending", "at_end") for c in tail]
             o = np.asarray(pc.sort_indices(pa.table(sub), sort_keys=keys_).to_numpy(), dtype=np.int64)
             p[pos] = p[pos][o]
     return p
@@ -726,16 +740,18 @@ class Ingestor:
                             conflict_by_file += np.bincount(order[conflict], minlength=len(files))
                         dup_by_file += np.bincount(order[dup & ~conflict], minlength=len(files))
                         staged_by_file += np.bincount(order[keep], minlength=len(files))
-                        if not len(keep):
-                            continue
-                        out = _take_columns(t, keep, shas, self.staged_schema)
-                    with self._timed("write"):
-                        if writer is None:
-                            writer = pq.ParquetWriter(
-                                tmp_local, self.staged_schema, compression="zstd", use_dictionary=_dictionary_columns(out)
-                            )
-                        writer.write_table(out)
-                        written += out.num_rows
+                    # taken and written in slices: the output buffers are reused, not fresh memory
+                    for start in range(0, len(keep), WRITE_ROWS):
+                        with self._timed("stage"):
+                            out = _take_columns(t, keep[start : start + WRITE_ROWS], shas, self.staged_schema)
+                        with self._timed("write"):
+                            if writer is None:
+                                writer = pq.ParquetWriter(
+                                    tmp_local, self.staged_schema, compression="zstd", use_dictionary=_dictionary_columns(out)
+                                )
+                            writer.write_table(out)
+                            written += out.num_rows
+                        del out
             finally:
                 if writer is not None:
                     writer.close()
@@ -841,7 +857,9 @@ def _take_columns(t: pa.Table, rows: np.ndarray, shas: pa.Array, schema: pa.Sche
             cols.append(pc.take(shas, pc.take(t.column(ORDER), idx)))
         else:
             col = t.column(f.name)
-            cols.append((col.combine_chunks() if col.num_chunks > 1 else col).take(idx).cast(f.type))
+            if pa.types.is_dictionary(col.type) and col.num_chunks > 1:
+                col = col.combine_chunks()  # one dictionary: the take gathers int32 codes
+            cols.append(col.take(idx).cast(f.type))
     return pa.table(cols, schema=schema)
 
 
