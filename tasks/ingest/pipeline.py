@@ -44,7 +44,7 @@ from tasks.store import Store
 from tasks.validate import BatchValidator, write_data_docs
 
 N_BUCKETS = 16
-SPOOL_BYTES = 768 * 2**20
+SPOOL_BYTES = 512 * 2**20
 """Bytes of rows the spool holds in memory (then it spills to disk by (date, node bucket)); a date
 with more is staged one node bucket at a time."""
 WRITE_ROWS = 256 * 1024
