@@ -23,13 +23,13 @@ import pyarrow as pa
 from schemas.names import NODE_NAME_PATTERN
 from schemas.table import Column, TableSchema
 
-SOURCE_FORMATS = ("rfc5424", "rfc3164", "bgl", "hpc")
+SOURCE_FORMATS = ("rfc5424", "rfc3164", "rsyslog", "bgl", "hpc")
 """Values of ``source_format``: the name of the parser format that produced the row."""
 
 SYSLOG = TableSchema(
     name="syslog",
     description=(
-        "System log lines from every node: RFC 5424 / RFC 3164 syslog, Loghub BGL RAS and LANL HPC "
+        "System log lines from every node: RFC 5424 / RFC 3164 syslog, rsyslog RFC 3339 file format, Loghub BGL RAS and LANL HPC "
         "event logs, normalised to UTC and canonical node names."
     ),
     time_column="time",

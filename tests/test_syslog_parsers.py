@@ -1,4 +1,4 @@
-"""Syslog parsers: RFC 3164, RFC 5424, Loghub BGL and HPC (vectorised pass + per-line reference)."""
+"""Syslog parsers: RFC 3164, RFC 5424, rsyslog file format, Loghub BGL and HPC (vectorised pass + per-line reference)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from tasks.ingest import syslog_loghub, syslog_rfc3164, syslog_rfc5424
+from tasks.ingest import syslog_loghub, syslog_rfc3164, syslog_rfc5424, syslog_rsyslog
 from tasks.ingest.base import ParseContext
 from tasks.ingest.inputs import open_binary
 from tasks.ingest.registry import sources
-from tasks.ingest.syslog import FORMATS, parse_bgl, parse_hpc, parse_rfc3164, parse_rfc5424
+from tasks.ingest.syslog import FORMATS, parse_bgl, parse_hpc, parse_rfc3164, parse_rfc5424, parse_rsyslog
 from tasks.ingest.syslog_blocks import _make_block, normalise_host
 
 FIX = __import__("pathlib").Path(__file__).parent / "fixtures" / "syslog"
@@ -313,6 +313,72 @@ def test_aliases_from_context_apply_in_parsers():
     assert rej.column("raw").to_pylist() == ["Oct 11 22:14:15 ../../etc a: y"]
 
 
+# ------------------------------------------------------------------------ rsyslog file format
+
+
+def test_rsyslog_fields_by_hand():
+    data = (
+        b"2026-01-05T03:12:44.123456+01:00 cn0042 kernel: EDAC MC0: 1 CE memory read error\n"
+        b"2026-01-05T02:12:45Z CN0043.cluster.local slurmd[2113]: launch task StepId=77.0\n"
+        b"2026-01-05T02:12:46.5-05:30 cn0044 no tag here: the whole rest is the message\n"
+        b"2026-01-05T02:12:47.123456789Z cn0045 crond[]: empty pid\n"
+    )
+    rows, rej, _ = run(parse_rsyslog, data)
+    assert rej.num_rows == 0
+    d = rows.to_pylist()
+    assert d[0]["time"] == ts("2026-01-05T02:12:44.123456") and d[0]["node"] == "cn0042"
+    assert (d[0]["app"], d[0]["pid"], d[0]["message"]) == ("kernel", None, "EDAC MC0: 1 CE memory read error")
+    assert d[0]["facility"] is None and d[0]["severity"] is None and d[0]["source_format"] == "rsyslog"
+    assert (d[1]["node"], d[1]["app"], d[1]["pid"]) == ("cn0043", "slurmd", 2113)
+    assert d[2]["time"] == ts("2026-01-05T07:42:46.5") and d[2]["app"] is None
+    assert d[2]["message"] == "no tag here: the whole rest is the message"
+    assert pd.Timestamp(d[3]["time"]).value == ts("2026-01-05T02:12:47").value + 123456789
+    assert (d[3]["app"], d[3]["pid"]) == ("crond", None)
+
+
+def test_rsyslog_rejects_with_reasons():
+    data = (
+        b"2026-02-30T10:00:00Z cn4 cron[9]: no such day\n"
+        b"2026-01-05 10:00:00 cn4 cron[9]: space instead of T\n"
+        b"2026-01-05T25:00:00Z cn4 a: bad hour\n"
+        b"2026-01-05T10:00:00+01 cn4 a: short offset\n"
+        b"2026-01-05T10:00:00Z\n"
+        b"2026-01-05T10:00:00Z  cn4 a: two spaces\n"
+        b"2026-01-05T10:00:00Z ../../etc a: hostile\n"
+        b"2026-01-05T10:00:00Z cn4 a: good\n"
+    )
+    rows, rej, _ = run(parse_rsyslog, data)
+    assert rows.column("source_offset").to_pylist() == [8]
+    reasons = dict(zip(rej.column("source_offset").to_pylist(), rej.column("reason").to_pylist(), strict=True))
+    assert reasons == {
+        1: "parse: invalid date/time '2026-02-30T10:00:00Z'",
+        2: "parse: bad RFC 3339 timestamp '2026-01-05'",
+        3: "parse: invalid date/time '2026-01-05T25:00:00Z'",
+        4: "parse: bad RFC 3339 timestamp '2026-01-05T10:00:00+01'",
+        5: "parse: not an rsyslog file-format line (expected 'TIMESTAMP host tag: message')",
+        6: "parse: no host name after the timestamp",
+        7: "parse: invalid host name '../../etc'",
+    }
+
+
+def _random_rsyslog(rng: random.Random, n: int) -> list[str]:
+    out = []
+    for i in range(n):
+        frac = rng.choice(["", ".5", ".123", ".123456", ".123456789"])
+        zone = rng.choice(["Z", "+00:00", "+01:00", "-05:30"])
+        host = rng.choice(["cn01", "CN02.example.org", "gpu-3", "10.0.0.7", "login1.hpc.local"])
+        tag = rng.choice([f"sshd[{rng.randrange(99999)}]: ", "kernel: ", "", "CRON[12]: ", "systemd: ", "app:x "])
+        msg = rng.choice([f"Accepted key for u{i}", "", "a: b: c", "[  12.3] eth0 up", "ünïcode ok", "x  y"])
+        out.append(f"2026-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d}T{rng.randrange(24):02d}:"
+                   f"{rng.randrange(60):02d}:{rng.randrange(60):02d}{frac}{zone} {host} {tag}{msg}")
+    return out
+
+
+def test_rsyslog_vectorised_pass_matches_reference_parser():
+    lines = _random_rsyslog(random.Random(5), 3000)
+    _compare_fast_slow(syslog_rsyslog, lines, ParseContext(name="x"), 0.7)
+
+
 # ------------------------------------------------------------------------- sniff / registry
 
 
@@ -320,6 +386,7 @@ def test_sniffers_pick_the_right_format():
     heads = {
         "rfc5424": (FIX / "rfc5424_examples.log").read_bytes(),
         "rfc3164": b"<34>Oct 11 22:14:15 cn1 su: x\nOct  1 01:02:03 cn2 sshd[1]: y\n",
+        "rsyslog": b"2026-01-05T03:12:44.123456+01:00 cn1 su: x\n2026-01-05T02:12:45Z cn2 sshd[1]: y\n",
         "bgl": (FIX / "bgl_excerpt.log").read_bytes(),
         "hpc": (FIX / "hpc_excerpt.log").read_bytes(),
     }
@@ -332,7 +399,7 @@ def test_sniffers_pick_the_right_format():
 
 def test_source_is_registered():
     spec = sources()["syslog"]
-    assert spec.table.name == "syslog" and [f.name for f in spec.formats] == ["rfc5424", "rfc3164", "bgl", "hpc"]
+    assert spec.table.name == "syslog" and [f.name for f in spec.formats] == ["rfc5424", "rfc3164", "rsyslog", "bgl", "hpc"]
     names = spec.table.names
     for col in ("time", "node", "facility", "severity", "app", "pid", "message", "source_offset"):
         assert col in names
@@ -385,6 +452,7 @@ def _mutate(rng: random.Random, line: bytes) -> bytes:
     [
         (parse_rfc3164, syslog_rfc3164, lambda rng: _random_3164(rng, 1500)),
         (parse_rfc5424, syslog_rfc5424, lambda rng: _random_5424(rng, 1500)),
+        (parse_rsyslog, syslog_rsyslog, lambda rng: _random_rsyslog(rng, 1500)),
         (parse_bgl, None, lambda rng: (FIX / "bgl_excerpt.log").read_text().splitlines() * 10),
         (parse_hpc, None, lambda rng: (FIX / "hpc_excerpt.log").read_text().splitlines() * 10),
     ],

@@ -1,6 +1,6 @@
-"""The ``syslog`` source: RFC 5424, RFC 3164, Loghub BGL and LANL HPC logs -> ``staged/syslog``.
+"""The ``syslog`` source: RFC 5424, RFC 3164, rsyslog file format, Loghub BGL and LANL HPC logs -> ``staged/syslog``.
 
-``nodewatch ingest syslog PATHS... [--format auto|rfc5424|rfc3164|bgl|hpc]``. Parsing is
+``nodewatch ingest syslog PATHS... [--format auto|rfc5424|rfc3164|rsyslog|bgl|hpc]``. Parsing is
 vectorised over blocks of lines (see :mod:`tasks.ingest.syslog_blocks`); every line either becomes
 a row (with ``source_offset`` = line number) or a reject with a ``parse:`` reason.
 """
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from schemas.syslog import SYSLOG
-from tasks.ingest import syslog_loghub, syslog_rfc3164, syslog_rfc5424
+from tasks.ingest import syslog_loghub, syslog_rfc3164, syslog_rfc5424, syslog_rsyslog
 from tasks.ingest.base import Format, ParseContext, ParseResult, SourceSpec
 from tasks.ingest.syslog_blocks import parse_blocks
 
@@ -26,6 +26,12 @@ def parse_rfc5424(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
 def parse_rfc3164(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
     """Parse RFC 3164 / rsyslog file lines (see :mod:`tasks.ingest.syslog_rfc3164`)."""
     return parse_blocks(stream, ctx, schema=_SCHEMA, fmt="RFC 3164", fast=syslog_rfc3164.fast, slow=syslog_rfc3164.slow)
+
+
+def parse_rsyslog(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
+    """Parse rsyslog ``RSYSLOG_FileFormat`` lines (see :mod:`tasks.ingest.syslog_rsyslog`)."""
+    return parse_blocks(stream, ctx, schema=_SCHEMA, fmt="rsyslog file format", fast=syslog_rsyslog.fast,
+                        slow=syslog_rsyslog.slow)
 
 
 def parse_bgl(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
@@ -44,6 +50,8 @@ def parse_hpc(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
 FORMATS = (
     Format("rfc5424", parse_rfc5424, syslog_rfc5424.sniff, "RFC 5424: <PRI>1 TIMESTAMP HOST APP PROCID MSGID SD MSG"),
     Format("rfc3164", parse_rfc3164, syslog_rfc3164.sniff, "RFC 3164 / rsyslog file: [<PRI>]Mmm dd hh:mm:ss host tag[pid]: msg"),
+    Format("rsyslog", parse_rsyslog, syslog_rsyslog.sniff,
+           "rsyslog RSYSLOG_FileFormat: YYYY-MM-DDTHH:MM:SS[.ffffff](Z|+hh:mm) host tag[pid]: msg"),
     Format("bgl", parse_bgl, syslog_loghub.bgl_sniff, "Loghub Blue Gene/L RAS log"),
     Format("hpc", parse_hpc, syslog_loghub.hpc_sniff, "Loghub LANL HPC event log: logid node component state epoch flag msg"),
 )
@@ -54,7 +62,8 @@ SOURCES = [
         table=SYSLOG,
         formats=FORMATS,
         help=(
-            "System logs: RFC 5424, RFC 3164 (year inferred from the file time, --tz for the zone), "
+            "System logs: RFC 5424, RFC 3164 (year inferred from the file time, --tz for the zone), rsyslog's "
+            "RFC 3339 file format (RSYSLOG_FileFormat), "
             "Loghub BGL RAS and LANL HPC logs. Host names are lower-cased, domains stripped and topology "
             "aliases applied; invalid names are quarantined."
         ),

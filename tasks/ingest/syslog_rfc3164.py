@@ -20,6 +20,7 @@ import re
 from datetime import datetime, timedelta
 
 import numpy as np
+import pyarrow as pa
 
 from tasks.ingest.base import ParseContext
 from tasks.ingest.syslog_blocks import (
@@ -99,7 +100,36 @@ def fast(block: Block, idx: np.ndarray, ctx: ParseContext) -> tuple[dict, np.nda
     ss, ok_s = digits(buf, t + 13, 2)
     ok &= ok_h & ok_m & ok_s & (hh < 24) & (mm < 60) & (ss < 60)
     hs = t + 16
-    ok &= buf[hs] != 32
+    ht, ht_ok = host_tag_fast(block, hs, e)
+    ok &= ht_ok
+
+    month, day, hh, mm, ss = month[ok], day[ok], hh[ok], mm[ok], ss[ok]
+    sod = hh * 3600 + mm * 60 + ss
+    year = infer_years(month, day, sod, local_now(ctx.reference_time, ctx.tz))
+    date_ok = day <= days_in_month(year, month)
+    keep = np.flatnonzero(ok)
+    ok[keep[~date_ok]] = False  # Feb 29 of a non-leap inferred year -> fallback rejects with reason
+    sel = date_ok
+    local = (days_from_civil(year[sel], month[sel], day[sel]) * 86400 + sod[sel]) * _NS
+    k = ok
+    cols = {
+        "time": local_to_utc_ns(local, ctx.tz),
+        **host_tag_columns(block, ht, e, k),
+        "facility": masked(pri[k] >> 3, ~has_pri[k]),
+        "severity": masked(pri[k] & 7, ~has_pri[k]),
+        "source_format": const_str("rfc3164", int(k.sum())),
+    }
+    return cols, ok
+
+
+def host_tag_fast(block: Block, hs: np.ndarray, e: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Vectorised ``host tag[pid]: message`` starting at ``hs`` (the part after a syslog timestamp).
+
+    Returns positions (``hs, he`` host; ``ts, tag_end`` tag; ``pid``; ``ms`` message start) and flags
+    (``has_tag, has_pid``) for every line, and ``ok``: False where the shape needs the per-line parser.
+    """
+    buf = block.buf
+    ok = buf[hs] != 32
     # host and tag are short: search 64-byte windows instead of the whole block (longer ones -> fallback)
     h_len = first_in(window(block, hs, 64), 32)
     he = hs + h_len
@@ -121,27 +151,20 @@ def fast(block: Block, idx: np.ndarray, ctx: ParseContext) -> tuple[dict, np.nda
     ms = np.where(has_tag & (buf[ms] == 32) & (ms < e), ms + 1, ms)
     # a tag ends with ': ' or ':' at the end of the line; 'word:rest' is not a tag -> fallback decides
     ok &= ~has_tag | (buf[colon + 1] == 32) | (colon + 1 == e)
+    pos = {"hs": hs, "he": he, "ts": ts, "tag_end": tag_end, "pid": pid, "ms": ms, "has_tag": has_tag, "has_pid": has_pid}
+    return pos, ok
 
-    month, day, hh, mm, ss = month[ok], day[ok], hh[ok], mm[ok], ss[ok]
-    sod = hh * 3600 + mm * 60 + ss
-    year = infer_years(month, day, sod, local_now(ctx.reference_time, ctx.tz))
-    date_ok = day <= days_in_month(year, month)
-    keep = np.flatnonzero(ok)
-    ok[keep[~date_ok]] = False  # Feb 29 of a non-leap inferred year -> fallback rejects with reason
-    sel = date_ok
-    local = (days_from_civil(year[sel], month[sel], day[sel]) * 86400 + sod[sel]) * _NS
-    k = ok
-    cols = {
-        "time": local_to_utc_ns(local, ctx.tz),
-        "host": substrings(block, hs[k], he[k]),
-        "facility": masked(pri[k] >> 3, ~has_pri[k]),
-        "severity": masked(pri[k] & 7, ~has_pri[k]),
-        "app": optional_substrings(block, ts[k], tag_end[k], ~has_tag[k]),
-        "pid": masked(pid[k], ~has_pid[k]),
-        "message": substrings(block, np.minimum(ms[k], e[k]), e[k]),
-        "source_format": const_str("rfc3164", int(k.sum())),
+
+def host_tag_columns(block: Block, pos: dict[str, np.ndarray], e: np.ndarray, k: np.ndarray) -> dict[str, pa.Array]:
+    """``host, app, pid, message`` columns of the lines selected by mask ``k`` (see :func:`host_tag_fast`)."""
+    p = {name: v[k] for name, v in pos.items()}
+    ek = e[k]
+    return {
+        "host": substrings(block, p["hs"], p["he"]),
+        "app": optional_substrings(block, p["ts"], p["tag_end"], ~p["has_tag"]),
+        "pid": masked(p["pid"], ~p["has_pid"]),
+        "message": substrings(block, np.minimum(p["ms"], ek), ek),
     }
-    return cols, ok
 
 
 _LINE_RE = re.compile(
@@ -174,13 +197,24 @@ def slow(line: str, ctx: ParseContext) -> dict | str:
     rest = m["rest"]
     if not rest:
         return "parse: no host name after the timestamp"
-    host, _, body = rest.partition(" ")
     sod = hh * 3600 + mi * 60 + ss
     year = int(infer_years(np.array([month]), np.array([day]), np.array([sod]), local_now(ctx.reference_time, ctx.tz))[0])
     if day > int(days_in_month(np.array([year]), np.array([month]))[0]):
         return f"parse: invalid date {mon} {day} in inferred year {year}"
     local = (int(days_from_civil(np.array([year]), np.array([month]), np.array([day]))[0]) * 86400 + sod) * _NS
     time = int(local_to_utc_ns(np.array([local], np.int64), ctx.tz)[0])
+    return {
+        "time": time,
+        **host_tag_slow(rest),
+        "facility": None if pri is None else pri >> 3,
+        "severity": None if pri is None else pri & 7,
+        "source_format": "rfc3164",
+    }
+
+
+def host_tag_slow(rest: str) -> dict:
+    """Per-line reference of :func:`host_tag_fast`: ``{"host", "app", "pid", "message"}`` of ``host tag[pid]: msg``."""
+    host, _, body = rest.partition(" ")
     app = pid = None
     msg = body
     tm = _TAG_RE.match(body)
@@ -189,16 +223,7 @@ def slow(line: str, ctx: ParseContext) -> dict | str:
         p = tm["pid"]
         if p is not None and p.isdigit() and p.isascii() and len(p) <= 18:
             pid = int(p)
-    return {
-        "time": time,
-        "host": host,
-        "facility": None if pri is None else pri >> 3,
-        "severity": None if pri is None else pri & 7,
-        "app": app,
-        "pid": pid,
-        "message": msg,
-        "source_format": "rfc3164",
-    }
+    return {"host": host, "app": app, "pid": pid, "message": msg}
 
 
 _SNIFF_RE = re.compile(rb"^(?:<\d{1,3}>)?[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ ")

@@ -38,26 +38,17 @@ from tasks.ingest.syslog_rfc3164 import sniff_share
 _NS = 1_000_000_000
 
 
-def fast(block: Block, idx: np.ndarray, ctx: ParseContext) -> tuple[dict, np.ndarray]:
-    """Vectorised parse of well-formed RFC 5424 lines; returns (columns of accepted lines, accepted mask)."""
+def rfc3339_fast(block: Block, t0: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Vectorised RFC 3339 timestamps ``YYYY-MM-DDTHH:MM:SS[.f{1,9}](Z|+hh:mm)`` starting at ``t0``.
+
+    The timestamp ends at the first space of a 40-byte window (or the line end ``e``). Returns
+    ``(epoch ns UTC, end position, ok)`` for every line; values where ``ok`` is False are garbage.
+    """
     buf = block.buf
-    s = block.starts[idx]
-    e = block.ends[idx]
-    n = len(idx)
-    ok = buf[s] == 60
-    pri_len = np.zeros(n, np.int64)
-    for L in (3, 4, 5):
-        pri_len = np.where(ok & (pri_len == 0) & (buf[s + L - 1] == 62), L, pri_len)
-    ok &= pri_len > 0
-    pri, pri_ok = var_digits(buf, s + 1, s + np.maximum(pri_len - 1, 1), 3)
-    h = s + pri_len
-    ok &= pri_ok & (buf[h] == 49) & (buf[h + 1] == 32)  # version "1 "
-    t0 = h + 2
-    # TIMESTAMP YYYY-MM-DDTHH:MM:SS[.f{1,9}](Z|+hh:mm): fixed columns of one 40-byte window
     w_ts = window(block, t0, 40)
     ts_len = first_in(w_ts, 32)
     t_end = np.minimum(t0 + ts_len, e)  # every derived index stays inside the line (+ padding)
-    ok &= (ts_len >= 20) & (ts_len < 40)
+    ok = (ts_len >= 20) & (ts_len < 40)
     year, a = digit_columns(w_ts, [0, 1, 2, 3])
     month, b = digit_columns(w_ts, [5, 6])
     day, c = digit_columns(w_ts, [8, 9])
@@ -67,17 +58,6 @@ def fast(block: Block, idx: np.ndarray, ctx: ParseContext) -> tuple[dict, np.nda
     ok &= a & b & c & d & f & g & (year >= MIN_YEAR) & (year <= MAX_YEAR)
     for off, ch in ((4, 45), (7, 45), (10, 84), (13, 58), (16, 58)):
         ok &= w_ts[:, off] == ch
-    # HOSTNAME APP-NAME PROCID MSGID: each token ends at the first space of a short window
-    # (a longer token, an empty one or a double space -> per-line fallback)
-    bounds = []
-    start = t_end + 1
-    for width in (64, 56, 24, 40):
-        length = first_in(window(block, start, width), 32)
-        ok &= (length > 0) & (length < width) & (start + length < e)
-        end = np.minimum(start + length, e)
-        bounds.append((start, end))
-        start = np.minimum(end + 1, e)
-    (hs, he), (as_, ae), (ps, pe), (ms_, me) = bounds
     zulu = buf[t_end - 1] == 90
     sign = buf[t_end - 6]
     has_off = ~zulu & ((sign == 43) | (sign == 45)) & (buf[t_end - 3] == 58)
@@ -94,6 +74,57 @@ def fast(block: Block, idx: np.ndarray, ctx: ParseContext) -> tuple[dict, np.nda
     frac_ns = np.where(has_frac, frac * 10 ** (9 - np.clip(fdig, 0, 9)), 0)
     ok &= (month >= 1) & (month <= 12) & (day >= 1) & (hh < 24) & (mi < 60) & (ss < 60)
     ok &= day <= days_in_month(year, np.clip(month, 1, 12))
+    days = days_from_civil(np.where(ok, year, 1970), np.where(ok, month, 1), np.where(ok, day, 1))
+    time = (days * 86400 + hh * 3600 + mi * 60 + ss - offset_s) * _NS + frac_ns
+    return np.where(ok, time, 0), t_end, ok
+
+
+def rfc3339_slow(ts: str) -> int | str:
+    """Per-line reference of :func:`rfc3339_fast`: epoch ns UTC, or a reject reason."""
+    tm = _TS_RE.match(ts)
+    if not tm:
+        return f"parse: bad RFC 3339 timestamp {ts[:40]!r}"
+    y, mo, d = int(tm["y"]), int(tm["mo"]), int(tm["d"])
+    if not MIN_YEAR <= y <= MAX_YEAR:
+        return f"parse: year {y} outside {MIN_YEAR}-{MAX_YEAR} (not representable in nanoseconds)"
+    h, mi, s = int(tm["h"]), int(tm["mi"]), int(tm["s"])
+    if not (1 <= mo <= 12 and 1 <= d <= int(days_in_month(np.array([y]), np.array([mo]))[0]) and h < 24 and mi < 60 and s < 60):
+        return f"parse: invalid date/time {ts[:40]!r}"
+    off = 0 if tm["z"] else (1 if tm["sign"] == "+" else -1) * (int(tm["oh"]) * 3600 + int(tm["om"]) * 60)
+    f = tm["f"] or ""
+    frac = int(f.ljust(9, "0")) if f else 0
+    days = int(days_from_civil(np.array([y]), np.array([mo]), np.array([d]))[0])
+    return (days * 86400 + h * 3600 + mi * 60 + s - off) * _NS + frac
+
+
+def fast(block: Block, idx: np.ndarray, ctx: ParseContext) -> tuple[dict, np.ndarray]:
+    """Vectorised parse of well-formed RFC 5424 lines; returns (columns of accepted lines, accepted mask)."""
+    buf = block.buf
+    s = block.starts[idx]
+    e = block.ends[idx]
+    n = len(idx)
+    ok = buf[s] == 60
+    pri_len = np.zeros(n, np.int64)
+    for L in (3, 4, 5):
+        pri_len = np.where(ok & (pri_len == 0) & (buf[s + L - 1] == 62), L, pri_len)
+    ok &= pri_len > 0
+    pri, pri_ok = var_digits(buf, s + 1, s + np.maximum(pri_len - 1, 1), 3)
+    h = s + pri_len
+    ok &= pri_ok & (buf[h] == 49) & (buf[h + 1] == 32)  # version "1 "
+    t0 = h + 2
+    time_ns, t_end, ts_ok = rfc3339_fast(block, t0, e)
+    ok &= ts_ok
+    # HOSTNAME APP-NAME PROCID MSGID: each token ends at the first space of a short window
+    # (a longer token, an empty one or a double space -> per-line fallback)
+    bounds = []
+    start = t_end + 1
+    for width in (64, 56, 24, 40):
+        length = first_in(window(block, start, width), 32)
+        ok &= (length > 0) & (length < width) & (start + length < e)
+        end = np.minimum(start + length, e)
+        bounds.append((start, end))
+        start = np.minimum(end + 1, e)
+    (hs, he), (as_, ae), (ps, pe), (ms_, me) = bounds
     # --- HOSTNAME APP-NAME PROCID MSGID
     nil = lambda a0, a1: (a1 - a0 == 1) & (buf[a0] == 45)  # noqa: E731
     ok &= ~nil(hs, he)
@@ -125,10 +156,8 @@ def fast(block: Block, idx: np.ndarray, ctx: ParseContext) -> tuple[dict, np.nda
     msg_s = np.where(bom, msg_s + 3, msg_s)
 
     k = ok
-    days = days_from_civil(year[k], month[k], day[k])
-    time = (days * 86400 + hh[k] * 3600 + mi[k] * 60 + ss[k] - offset_s[k]) * _NS + frac_ns[k]
     cols = {
-        "time": time,
+        "time": time_ns[k],
         "host": substrings(block, hs[k], he[k]),
         "facility": pri[k] >> 3,
         "severity": pri[k] & 7,
@@ -203,20 +232,9 @@ def slow(line: str, ctx: ParseContext) -> dict | str:
     ts, host, app, procid, msgid, tail = parts
     if ts == "-":
         return "parse: NILVALUE timestamp (the staged table needs a time)"
-    tm = _TS_RE.match(ts)
-    if not tm:
-        return f"parse: bad RFC 5424 timestamp {ts[:40]!r}"
-    y, mo, d = int(tm["y"]), int(tm["mo"]), int(tm["d"])
-    if not MIN_YEAR <= y <= MAX_YEAR:
-        return f"parse: year {y} outside {MIN_YEAR}-{MAX_YEAR} (not representable in nanoseconds)"
-    h, mi, s = int(tm["h"]), int(tm["mi"]), int(tm["s"])
-    if not (1 <= mo <= 12 and 1 <= d <= int(days_in_month(np.array([y]), np.array([mo]))[0]) and h < 24 and mi < 60 and s < 60):
-        return f"parse: invalid date/time {ts[:40]!r}"
-    off = 0 if tm["z"] else (1 if tm["sign"] == "+" else -1) * (int(tm["oh"]) * 3600 + int(tm["om"]) * 60)
-    f = tm["f"] or ""
-    frac = int(f.ljust(9, "0")) if f else 0
-    days = int(days_from_civil(np.array([y]), np.array([mo]), np.array([d]))[0])
-    time = (days * 86400 + h * 3600 + mi * 60 + s - off) * _NS + frac
+    time = rfc3339_slow(ts)
+    if isinstance(time, str):
+        return time.replace("RFC 3339", "RFC 5424")
     if host == "-":
         return "parse: NILVALUE host name (the staged table needs a node)"
     sd = _parse_sd(tail)

@@ -187,6 +187,27 @@ def cases() -> list[Case]:
                     _lines(["ticket_id,node,alert_time,false_positive,opened", f"T1,cn001,{T0},no",
                             f"T2,cn001,{T0},no,{T0},extra", f"T3,cn001,{T0},no,{T0}"]),
                     valid=(4,), rejects={2: "parse: 4 fields, header has 5", 3: "parse: 6 fields, header has 5"}))
+    # --- rsyslog RFC 3339 file format: every rule in one file (the parser passes range problems through)
+    rs = "2026-01-01T00:00:01.250+01:00 cn001 sshd[42]: Accepted publickey for ops"
+    out.append(Case(
+        "rsyslog_mixed", "syslog", "rsyslog", "rsyslog.log",
+        _lines([rs, "2099-01-01T00:00:00Z cn001 kernel: from the future", rs,
+                "2026-01-01T00:00:02Z ../../etc kernel: hostile", "2026-01-01T00:00:03+0100 cn001 kernel: bad offset",
+                "2026-01-01T00:00:04Z cn999 kernel: unknown node", "2026-01-01T00:00:05Z",
+                "2026-01-01T00:00:06.1234567891Z cn001 kernel: ten fraction digits",
+                "1985-06-01T00:00:00Z cn002 kernel: before 1990"]),
+        valid=(1, 2, 3, 6, 9),
+        rejects={4: "parse: invalid host name '../../etc'",
+                 5: "parse: bad RFC 3339 timestamp '2026-01-01T00:00:03+0100'",
+                 7: "parse: not an rsyslog file-format line (expected 'TIMESTAMP host tag: message')",
+                 8: "parse: bad RFC 3339 timestamp '2026-01-01T00:00:06.1234567891Z'"},
+        quarantine={2: "expect_column_values_to_be_between(time", 6: "expect_column_values_to_be_in_set(node",
+                    9: "expect_column_values_to_be_between(time"},
+        duplicates=1, messages={1: "Accepted publickey for ops"},
+    ))
+    out.append(Case("rsyslog_given_rfc3164", "syslog", "rsyslog", "bsd_as_rsyslog.log",
+                    _lines([rfc3164(1), rfc3164(2)]),
+                    error=r"^bsd_as_rsyslog\.log:1: not an rsyslog file-format line .*wrong --format"))
     out.append(Case("syslog_wrong_format", "syslog", "rfc5424", "csv_as_syslog.log",
                     _lines(["time,node,metric,value", f"{T0},cn001,temp,40"]),
                     error=r"^csv_as_syslog\.log:1: not an RFC 5424 line .*wrong --format"))
