@@ -256,7 +256,13 @@ def window(block: Block | np.ndarray, pos: np.ndarray, width: int) -> np.ndarray
     """
     buf = block.buf if isinstance(block, Block) else block
     pos = np.clip(pos.astype(np.int64), 0, len(buf) - _PAD)
-    return np.lib.stride_tricks.sliding_window_view(buf, width)[pos]
+    # one ``width``-byte item per position (an unaligned view with a stride of 1 byte): a 1-D
+    # gather of whole items, about twice as fast as indexing a 2-D sliding window view
+    items = np.ndarray((len(buf) - width + 1,), dtype=_ITEM.get(width) or np.dtype((np.void, width)), buffer=buf, strides=(1,))
+    return items[pos].view(np.uint8).reshape(len(pos), width)
+
+
+_ITEM = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32), 8: np.dtype(np.uint64)}
 
 
 def digit_columns(win: np.ndarray, cols: list[int] | range) -> tuple[np.ndarray, np.ndarray]:
