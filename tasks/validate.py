@@ -253,8 +253,10 @@ def _component(batch: pa.Table, columns: list[str], expectations: list[int], nul
         arr = _gx_array(raw[columns[0]])
         arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
         probe = arr.slice(0, 4096)
-        if n > len(probe) and pc.count_distinct(probe, mode="all").as_py() > 0.9 * len(probe):
-            # mostly distinct (offsets, sub-second times): one class per row, skip the hashing
+        present = len(probe) - probe.null_count
+        if n > len(probe) and present and pc.count_distinct(probe, mode="only_valid").as_py() > 0.9 * present:
+            # mostly distinct where present (offsets, sub-second times, pids with nulls where a line
+            # has none): one class per row, skip the hashing
             return _Component(columns, expectations, np.arange(n, dtype=np.int64), {columns[0]: arr}, np.ones(n, np.int64))
         raw = {columns[0]: arr}
     codes = [_codes(raw[c]) for c in columns]
