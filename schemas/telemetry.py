@@ -92,9 +92,16 @@ def _masks(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     names, lo, hi = _bounds()
     value = table.column("value").to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
     metric = table.column("metric")
-    idx = pc.index_in(metric, value_set=names)
-    idx_np = pc.fill_null(idx, -1).to_numpy(zero_copy_only=False) if idx.null_count else idx.to_numpy(zero_copy_only=False)
-    idx_np = np.asarray(idx_np, dtype=np.int64)
+    if pa.types.is_dictionary(metric.type):  # look the few distinct names up, then map the codes
+        metric = metric.combine_chunks() if isinstance(metric, pa.ChunkedArray) else metric
+        d_idx = pc.fill_null(pc.index_in(metric.dictionary, value_set=names), -1).to_numpy(zero_copy_only=False)
+        lut = np.append(np.asarray(d_idx, dtype=np.int64), -1)  # null code -> unknown
+        codes = pc.fill_null(metric.indices, len(metric.dictionary)).to_numpy(zero_copy_only=False)
+        idx_np = lut[np.asarray(codes, dtype=np.int64)]
+    else:
+        idx = pc.index_in(metric, value_set=names)
+        idx_np = pc.fill_null(idx, -1).to_numpy(zero_copy_only=False) if idx.null_count else idx.to_numpy(zero_copy_only=False)
+        idx_np = np.asarray(idx_np, dtype=np.int64)
     unknown = idx_np < 0
     nonfinite = ~np.isfinite(value)
     safe = np.where(unknown, 0, idx_np)

@@ -453,8 +453,8 @@ class BatchValidator:
         ``reasons`` is a string array (dictionary-encoded) with the failing labels of each bad row
         joined by ``"; "`` in expectation order, then row-check order, null for good rows.
         ``distinct=False`` gives GX the full rows (the reference the distinct path must match).
-        ``plain``: the same rows without dictionary-encoded columns, for the row checks (else
-        ``batch`` is decoded for them).
+        ``plain``: the same rows without the columns the pipeline dictionary-encoded (columns a
+        parser passed on encoded stay encoded), for the row checks (else ``batch`` is decoded for them).
         """
         import pandas as pd
 

@@ -456,8 +456,10 @@ def _low_cardinality_strings(t: pa.Table) -> set[str]:
     out = set()
     for name in t.column_names:
         c = t.column(name)
-        if (pa.types.is_string(c.type) or pa.types.is_large_string(c.type)) and len(c):
+        if (pa.types.is_string(c.type) or pa.types.is_large_string(c.type) or c.type == _DICT) and len(c):
             probe = c.slice(0, 4096)
+            if c.type == _DICT:
+                probe = probe.cast(pa.string())
             if pc.count_distinct(probe, mode="all").as_py() <= max(1, len(probe) // 2):
                 out.add(name)
     return out
@@ -466,13 +468,27 @@ def _low_cardinality_strings(t: pa.Table) -> set[str]:
 def _encode_strings(t: pa.Table, columns: set[str]) -> pa.Table:
     """``columns`` dictionary-encoded: hashed once here, they are then validated, bucketed, sorted
     and taken as integer codes, and decoded only when the staged file is written."""
-    if not columns:
+    if not columns and not any(f.type == _DICT for f in t.schema):
         return t
-    cols = [
-        pc.dictionary_encode(c.combine_chunks()) if name in columns else c
-        for name, c in zip(t.column_names, t.columns, strict=True)
-    ]
+    cols = []
+    for name, c in zip(t.column_names, t.columns, strict=True):
+        if c.type == _DICT:  # encoded by the parser: kept (a column the spool has as strings: decoded)
+            c = c.combine_chunks() if name in columns else c.cast(c.type.value_type)
+        elif name in columns:
+            c = pc.dictionary_encode(c.combine_chunks())
+        cols.append(c)
     return pa.table(cols, names=t.column_names)
+
+
+_DICT = pa.dictionary(pa.int32(), pa.string())
+
+
+def _conform_column(col: pa.ChunkedArray, typ: pa.DataType) -> pa.ChunkedArray:
+    """``col`` cast to ``typ``; a ``dictionary<int32, string>`` column of a string field stays
+    encoded (a parser passes on an encoded input column instead of decoding it)."""
+    if col.type == _DICT and typ == pa.string():
+        return col
+    return col.cast(typ)
 
 
 def _dictionary_columns(t: pa.Table) -> list[str]:
@@ -686,12 +702,14 @@ class Ingestor:
             self.good.add(rows, labels, codes, _buckets(rows.column(node) if node else None, rows.num_rows))
 
     def _conform(self, rows: pa.Table) -> pa.Table:
-        """Select/cast the parser's rows to the staged schema (minus source_sha256)."""
+        """Select/cast the parser's rows to the staged schema (minus source_sha256); string columns
+        a parser passed on dictionary-encoded stay encoded (:func:`_conform_column`)."""
         fields = [f for f in self.staged_schema if f.name != "source_sha256"]
         missing = [f.name for f in fields if f.name not in rows.column_names]
         if missing:
             raise RuntimeError(f"parser for {self.spec.name} did not produce columns {missing}")
-        return pa.table([rows.column(f.name).cast(f.type) for f in fields], schema=pa.schema(fields))
+        cols = [_conform_column(rows.column(f.name), f.type) for f in fields]
+        return pa.table(cols, schema=pa.schema([f.with_type(c.type) for f, c in zip(fields, cols, strict=True)]))
 
     # ------------------------------------------------------------------ finish
     def finish(self, data_docs: bool = True) -> IngestResult:

@@ -86,6 +86,20 @@ LDMS_META = ("#Time", "Time_usec", "ProducerName", "component_id", "job_id")
 
 
 # ---------------------------------------------------------------------------------------- helpers
+_DICT = pa.dictionary(pa.int32(), pa.string())
+
+
+def _row_schema(node: pa.Array, metric: pa.Array) -> pa.Schema:
+    """:data:`ROW_SCHEMA`, with ``node``/``metric`` as ``dictionary<int32, string>`` where they are:
+    a dictionary-encoded input column (parquet) is passed on as such, and the pipeline keeps it
+    (it would dictionary-encode the strings again); CSV inputs give plain strings."""
+    schema = ROW_SCHEMA
+    for name, arr in (("node", node), ("metric", metric)):
+        if arr.type == _DICT:
+            i = schema.get_field_index(name)
+            schema = schema.set(i, schema.field(i).with_type(_DICT))
+    return schema
+
 def _raw_lines(time: pa.Array, node: pa.Array, metric: pa.Array, value: np.ndarray) -> list[str]:
     ts = pc.fill_null(pc.strftime(time, format="%Y-%m-%dT%H:%M:%S.%f%z"), "").to_pylist() if len(time) else []
     return [f"{t},{n},{m},{v!r}" for t, n, m, v in zip(ts, node.to_pylist(), metric.to_pylist(), value.tolist(), strict=True)]
@@ -99,16 +113,14 @@ class _Emitter:
         self.state = CounterState()
         self._counters = pa.array(sorted(COUNTERS), pa.string())
 
-    def _nodes(self, node: pa.Array) -> tuple[pa.Array, pa.Array]:
-        """Node names with host aliases applied (on the dictionary when there is one):
-        ``(strings, same names dictionary-encoded if the input was, else the strings)``."""
+    def _nodes(self, node: pa.Array) -> pa.Array:
+        """Node names with host aliases applied (on the dictionary when there is one; a
+        dictionary-encoded input stays dictionary-encoded, see :func:`_row_schema`)."""
         aliases = dict(self.ctx.aliases)
         if pa.types.is_dictionary(node.type):
             d = apply_aliases(node.dictionary.cast(pa.string()), aliases)
-            enc = pa.DictionaryArray.from_arrays(node.indices, d)
-            return enc.cast(pa.string()), enc
-        s = apply_aliases(node.cast(pa.string()), aliases)
-        return s, s
+            return pa.DictionaryArray.from_arrays(node.indices.cast(pa.int32()), d)
+        return apply_aliases(node.cast(pa.string()), aliases)
 
     def emit(
         self,
@@ -120,10 +132,11 @@ class _Emitter:
         rejects: Sequence[pa.Table] = (),
     ) -> Iterator[ParseResult]:
         """Yield ParseResults (at most ``ctx.batch_rows`` rows each) for parsed columns."""
-        node, node_enc = self._nodes(combine(node))
+        node = self._nodes(combine(node))
         # metric names are few: work on the dictionary (counter lookup and "_rate" renaming)
         mdict = combine(metric)
-        if not pa.types.is_dictionary(mdict.type):
+        metric_is_dict = pa.types.is_dictionary(mdict.type)
+        if not metric_is_dict:
             mdict = pc.dictionary_encode(mdict.cast(pa.string()))
         names = mdict.dictionary.cast(pa.string())
         midx = to_numpy(pc.fill_null(mdict.indices, -1)).astype(np.int64)
@@ -139,7 +152,7 @@ class _Emitter:
             is_counter = np.append(name_is_counter, False)[midx]  # index -1 (null metric) -> False
             ci = np.flatnonzero(is_counter)
             take = pa.array(ci)
-            c_node = node_enc.take(take)
+            c_node = node.take(take)
             c_metric = pa.DictionaryArray.from_arrays(pa.array(midx[ci].astype(np.int32)), names)
             c_time = time.take(take)
             t_ns = to_numpy(pc.fill_null(c_time.cast(pa.int64()), np.iinfo(np.int64).min)).astype(np.int64)
@@ -164,10 +177,12 @@ class _Emitter:
                         schema=REJECT_SCHEMA,
                     )
                 )
-        metric = pa.DictionaryArray.from_arrays(mdict.indices, names).cast(pa.string())
+        metric = pa.DictionaryArray.from_arrays(mdict.indices.cast(pa.int32()), names)
+        if not metric_is_dict:
+            metric = metric.cast(pa.string())
         values = pa.array(value_np, pa.float64(), mask=value_null)
         rows = pa.table(
-            [time.cast(TS), node, metric, values, pa.array(offset, pa.int64())], schema=ROW_SCHEMA
+            [time.cast(TS), node, metric, values, pa.array(offset, pa.int64())], schema=_row_schema(node, metric)
         )
         if not keep.all():
             rows = rows.filter(pa.array(keep))
@@ -227,8 +242,8 @@ def parse_long_parquet(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseRes
         value = value_to_float(rb.column("value"))
         node = rb.column("node")
         metric = rb.column("metric")
-        node = node.cast(pa.string()) if not pa.types.is_binary(node.type) else to_utf8(node)[0]
-        metric = metric.cast(pa.string()) if not pa.types.is_binary(metric.type) else to_utf8(metric)[0]
+        node = _string_column(node)
+        metric = _string_column(metric)
         rej = _unparsed(rb.column(tcol), time, rb.column("value"), value, node, metric, off)
         if rej is not None:
             ok, rtab = rej
@@ -238,6 +253,13 @@ def parse_long_parquet(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseRes
             yield from em.emit(time, node, metric, value, off, [rtab])
         else:
             yield from em.emit(time, node, metric, value, off)
+
+
+def _string_column(col: pa.Array) -> pa.Array:
+    """A node/metric column as strings; ``dictionary<string>`` stays encoded (decoded only at write)."""
+    if pa.types.is_dictionary(col.type) and pa.types.is_string(col.type.value_type):
+        return col
+    return col.cast(pa.string()) if not pa.types.is_binary(col.type) else to_utf8(col)[0]
 
 
 def _unparsed(
