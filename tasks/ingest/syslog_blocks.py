@@ -114,11 +114,14 @@ def _decode_mixed(chunk: bytes) -> bytes:
 
 def _make_block(chunk: bytes, first_line: int, max_line: int) -> Block:
     """Split a chunk of complete lines (ending with ``\\n``) into a :class:`Block`."""
-    try:
-        chunk.decode("utf-8")
+    if chunk.isascii():  # ASCII is valid UTF-8: no need to decode a copy to check
         data = chunk
-    except UnicodeDecodeError:
-        data = _decode_mixed(chunk)
+    else:
+        try:
+            chunk.decode("utf-8")
+            data = chunk
+        except UnicodeDecodeError:
+            data = _decode_mixed(chunk)
     buf = np.frombuffer(data + b"\0" * _PAD, np.uint8)
     body = buf[: len(data)]
     nl = np.flatnonzero(body == 10)
