@@ -32,6 +32,11 @@ def run(parser, data: bytes, **ctx_kw) -> tuple[pa.Table, pa.Table, int]:
     return rows, rej, len(res)
 
 
+def reasons_of(rej: pa.Table) -> dict[int, str]:
+    """Reject reasons by line number."""
+    return dict(zip(rej.column("source_offset").to_pylist(), rej.column("reason").to_pylist(), strict=True))
+
+
 def ts(s: str) -> pd.Timestamp:
     return pd.Timestamp(s, tz="UTC")
 
@@ -100,7 +105,7 @@ def test_rfc3164_rejects_with_reasons():
     )
     rows, rej, _ = run(parse_rfc3164, data, reference_time=datetime(2024, 1, 5, tzinfo=UTC))
     assert rows.column("source_offset").to_pylist() == [6]
-    reasons = dict(zip(rej.column("source_offset").to_pylist(), rej.column("reason").to_pylist(), strict=True))
+    reasons = reasons_of(rej)
     assert reasons == {
         1: "parse: invalid date Feb 29 in inferred year 2023",
         2: "parse: unknown month 'Foo'",
@@ -186,7 +191,7 @@ def test_rfc5424_nanoseconds_escapes_and_rejects():
     assert pd.Timestamp(d[0]["time"]).value == ts("2003-10-11T16:44:15").value + 123456789
     assert d[0]["structured_data"] == '[a x="q\\]z"]' and d[0]["message"] == "esc"
     assert d[1]["pid"] is None and d[1]["structured_data"] == '[a x="] in"]' and d[1]["message"] == "odd"
-    reasons = dict(zip(rej.column("source_offset").to_pylist(), rej.column("reason").to_pylist(), strict=True))
+    reasons = reasons_of(rej)
     assert reasons == {
         3: "parse: NILVALUE timestamp (the staged table needs a time)",
         4: "parse: NILVALUE host name (the staged table needs a node)",
@@ -349,7 +354,7 @@ def test_rsyslog_rejects_with_reasons():
     )
     rows, rej, _ = run(parse_rsyslog, data)
     assert rows.column("source_offset").to_pylist() == [8]
-    reasons = dict(zip(rej.column("source_offset").to_pylist(), rej.column("reason").to_pylist(), strict=True))
+    reasons = reasons_of(rej)
     assert reasons == {
         1: "parse: invalid date/time '2026-02-30T10:00:00Z'",
         2: "parse: bad RFC 3339 timestamp '2026-01-05'",
