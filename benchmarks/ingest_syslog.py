@@ -51,10 +51,16 @@ T0 = datetime(2026, 1, 5, tzinfo=UTC)
 TEMPLATES = [
     ("sshd", True, "Accepted publickey for {user} from 10.{a}.{b}.{c} port {port} ssh2: RSA SHA256:{hex}"),
     ("sshd", True, "pam_unix(sshd:session): session opened for user {user}(uid={uid}) by (uid=0)"),
-    ("kernel", False, "[{up}.{frac}] EDAC MC0: 1 CE memory read error on CPU_SrcID#0_Ha#0_Chan#{c}_DIMM#0 "
-                      "(channel:{c} slot:0 page:0x{hex})"),
-    ("kernel", False, "[{up}.{frac}] mlx5_core 0000:{b}:00.0: mlx5_cmd_check:{port}:(pid {pid}): "
-                      "QUERY_VPORT_COUNTER(0x770) op_mod(0x0) failed"),
+    (
+        "kernel",
+        False,
+        "[{up}.{frac}] EDAC MC0: 1 CE memory read error on CPU_SrcID#0_Ha#0_Chan#{c}_DIMM#0 (channel:{c} slot:0 page:0x{hex})",
+    ),
+    (
+        "kernel",
+        False,
+        "[{up}.{frac}] mlx5_core 0000:{b}:00.0: mlx5_cmd_check:{port}:(pid {pid}): QUERY_VPORT_COUNTER(0x770) op_mod(0x0) failed",
+    ),
     ("slurmd", True, "launch task StepId={job}.{c} request from UID:{uid} GID:{uid} HOST:10.{a}.{b}.{c} PORT:{port}"),
     ("slurmd", True, "[{job}.batch] done with job"),
     ("systemd", True, "Started Session {pid} of user {user}."),
@@ -66,9 +72,16 @@ TEMPLATES = [
 
 def _fill(rng: random.Random, text: str) -> str:
     return text.format(
-        user=f"u{rng.randrange(500):04d}", a=rng.randrange(4), b=rng.randrange(256), c=rng.randrange(8),
-        port=rng.randrange(1024, 65535), hex=f"{rng.getrandbits(64):016x}", uid=rng.randrange(1000, 60000),
-        up=rng.randrange(10**6), frac=f"{rng.randrange(10**6):06d}", pid=rng.randrange(1, 4 * 10**6),
+        user=f"u{rng.randrange(500):04d}",
+        a=rng.randrange(4),
+        b=rng.randrange(256),
+        c=rng.randrange(8),
+        port=rng.randrange(1024, 65535),
+        hex=f"{rng.getrandbits(64):016x}",
+        uid=rng.randrange(1000, 60000),
+        up=rng.randrange(10**6),
+        frac=f"{rng.randrange(10**6):06d}",
+        pid=rng.randrange(1, 4 * 10**6),
         job=rng.randrange(10**6, 10**7),
     )
 
@@ -134,11 +147,19 @@ def baseline_parse(stream: BinaryIO, ctx: ParseContext, rfc5424: bool) -> Iterat
             t = datetime.strptime(f"{year} {d['mon']} {d['day']} {d['h']}:{d['m']}:{d['s']}", "%Y %b %d %H:%M:%S")
             t = t.replace(tzinfo=UTC)
             app, pid, msg = d["tag"], int(d["pid"]) if d["pid"] else None, d["msg"]
-        rows.append({
-            "time": t, "node": _host(d["host"]), "facility": None if pri is None else pri >> 3,
-            "severity": None if pri is None else pri & 7, "app": app, "pid": pid, "message": msg,
-            "source_format": "rfc5424" if rfc5424 else "rfc3164", "source_offset": n,
-        })
+        rows.append(
+            {
+                "time": t,
+                "node": _host(d["host"]),
+                "facility": None if pri is None else pri >> 3,
+                "severity": None if pri is None else pri & 7,
+                "app": app,
+                "pid": pid,
+                "message": msg,
+                "source_format": "rfc5424" if rfc5424 else "rfc3164",
+                "source_offset": n,
+            }
+        )
         if len(rows) >= ctx.batch_rows:
             yield ParseResult(pa.Table.from_pylist(rows, schema=schema), rejects_table(*rej))
             rows, rej = [], ([], [], [])
@@ -204,8 +225,10 @@ def main() -> None:
             rows, rej, cpu, wall = _consume(parser, files[fmt], ctx)
             brows, brej, bcpu, bwall = _consume(lambda s, c, f=fmt: baseline_parse(s, c, f == "rfc5424"), files[fmt], ctx)
             assert rows == brows == half and rej == brej == 0, (fmt, rows, rej, brows, brej)
-            print(f"parse {fmt}: vectorised {half / cpu:,.0f} lines/s/core ({half / wall:,.0f} wall) | "
-                  f"baseline {half / bcpu:,.0f} lines/s/core ({half / bwall:,.0f} wall) | x{bcpu / cpu:.2f}")
+            print(
+                f"parse {fmt}: vectorised {half / cpu:,.0f} lines/s/core ({half / wall:,.0f} wall) | "
+                f"baseline {half / bcpu:,.0f} lines/s/core ({half / bwall:,.0f} wall) | x{bcpu / cpu:.2f}"
+            )
             new_cpu, base_cpu, new_wall, base_wall = new_cpu + cpu, base_cpu + bcpu, new_wall + wall, base_wall + bwall
         n = 2 * half
         print(f"parse total: vectorised {n / new_cpu:,.0f} lines/s/core, baseline {n / base_cpu:,.0f} lines/s/core")
@@ -217,7 +240,8 @@ def main() -> None:
 
         spec = sources()["syslog"]
         base_spec = SourceSpec(
-            name="syslog", table=SYSLOG,
+            name="syslog",
+            table=SYSLOG,
             formats=(
                 Format("rfc5424", lambda s, c: baseline_parse(s, c, True), lambda h: 1.0 if h.startswith(b"<") else 0.0),
                 Format("rfc3164", lambda s, c: baseline_parse(s, c, False), lambda h: 0.0 if h.startswith(b"<") else 1.0),
