@@ -7,6 +7,7 @@ nodes from the staged topology). GX is imported lazily: it takes seconds to impo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -61,8 +62,21 @@ def runtime_expectations(
     return out
 
 
+LARGE_STRING_SET = 64
+"""String value sets longer than this are given to GX as one anchored regular expression."""
+
+
 def build_suite(name: str, expectations: list[Expectation]) -> Any:
-    """Instantiate a ``gx.ExpectationSuite`` (not registered in any context) from expectation data."""
+    """Instantiate a ``gx.ExpectationSuite`` (not registered in any context) from expectation data.
+
+    An ``ExpectColumnValuesToBeInSet`` with more than :data:`LARGE_STRING_SET` strings (the known
+    nodes of a cluster) becomes ``ExpectColumnValuesToMatchRegex`` with ``^(?:v1|v2|…)\\Z`` (every
+    value escaped): the same rows pass (exact match of one of the values; nulls are missing values
+    in both), but GX re-serialises every expectation's configuration ~1,000 times per validation
+    call and a 1,000-element list made each call ~0.1 s slower (0.161 s vs 0.069 s measured); one
+    string costs next to nothing. The quarantine label stays ``expect_column_values_to_be_in_set(…)``
+    and the Data Docs description says how many values the set has.
+    """
     import great_expectations as gx
 
     suite = gx.ExpectationSuite(name=name)
@@ -72,8 +86,22 @@ def build_suite(name: str, expectations: list[Expectation]) -> Any:
         if e.type.startswith("ExpectColumnPair"):
             # a null on either side (e.g. a job that never started) is not a violation of the pair rule
             kwargs.setdefault("ignore_row_if", "either_value_is_missing")
+        vs = kwargs.get("value_set")
+        if e.type == "ExpectColumnValuesToBeInSet" and _large_string_set(vs):
+            cls = gx.expectations.ExpectColumnValuesToMatchRegex
+            kwargs = {"column": kwargs["column"], "regex": set_regex(vs),
+                      "description": f"value in a set of {len(set(vs))} values (given to GX as one anchored regex)"}
         suite.add_expectation(cls(**kwargs, meta={"label": expectation_label(e)}))
     return suite
+
+
+def _large_string_set(vs: Any) -> bool:
+    return isinstance(vs, list | tuple | set | frozenset) and len(vs) > LARGE_STRING_SET and all(isinstance(v, str) for v in vs)
+
+
+def set_regex(values: Iterable[str]) -> str:
+    """Regular expression matching exactly the strings ``values`` (whole string, no trailing newline)."""
+    return "^(?:" + "|".join(re.escape(v) for v in sorted(set(values), key=lambda v: (-len(v), v))) + r")\Z"
 
 
 def _gx_value(v: Any) -> Any:
