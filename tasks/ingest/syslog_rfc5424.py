@@ -79,11 +79,11 @@ def rfc3339_fast(block: Block, t0: np.ndarray, e: np.ndarray) -> tuple[np.ndarra
     return np.where(ok, time, 0), t_end, ok
 
 
-def rfc3339_slow(ts: str) -> int | str:
-    """Per-line reference of :func:`rfc3339_fast`: epoch ns UTC, or a reject reason."""
+def rfc3339_slow(ts: str, fmt: str = "RFC 3339") -> int | str:
+    """Per-line reference of :func:`rfc3339_fast`: epoch ns UTC, or a reject reason (naming ``fmt``)."""
     tm = _TS_RE.match(ts)
     if not tm:
-        return f"parse: bad RFC 3339 timestamp {ts[:40]!r}"
+        return f"parse: bad {fmt} timestamp {ts[:40]!r}"
     y, mo, d = int(tm["y"]), int(tm["mo"]), int(tm["d"])
     if not MIN_YEAR <= y <= MAX_YEAR:
         return f"parse: year {y} outside {MIN_YEAR}-{MAX_YEAR} (not representable in nanoseconds)"
@@ -232,9 +232,9 @@ def slow(line: str, ctx: ParseContext) -> dict | str:
     ts, host, app, procid, msgid, tail = parts
     if ts == "-":
         return "parse: NILVALUE timestamp (the staged table needs a time)"
-    time = rfc3339_slow(ts)
+    time = rfc3339_slow(ts, "RFC 5424")
     if isinstance(time, str):
-        return time.replace("RFC 3339", "RFC 5424")
+        return time
     if host == "-":
         return "parse: NILVALUE host name (the staged table needs a node)"
     sd = _parse_sd(tail)
