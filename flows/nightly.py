@@ -34,7 +34,7 @@ from prefect.utilities.annotations import quote
 
 from flows.prefect_env import artifact_key
 from tasks.runs import RunRecorder, code_version
-from tasks.score import PartialScoringError, ScoreJob, batch_nodes, day_scored, telemetry_fingerprint
+from tasks.score import PartialScoringError, ScoreJob, batch_failure, batch_nodes, day_scored, telemetry_fingerprint
 from tasks.settings import load_settings
 from tasks.store import Store
 
@@ -211,7 +211,7 @@ def _score_days(st: Store, days: list[date], kind: str, model_run: str, force: b
                 except Exception as e:  # noqa: BLE001 - the whole group failed before scoring
                     lost = [(j, f"score batch {j.region.key} failed for nodes {', '.join(batch_nodes(st, j.batch))}: {e}")
                             for j in g]
-                failures.extend({"batch": j.batch, "nodes": batch_nodes(st, j.batch), "error": err} for j, err in lost)
+                failures.extend(batch_failure(st, j, err) for j, err in lost)
             for fail in failures:
                 logger.error(fail["error"])
                 rec.error(fail["error"])

@@ -306,6 +306,11 @@ def failed_rows(day: date, nodes: list[str], reason: str) -> list[dict[str, Any]
     return [_summary_row(day, n, "failed", reason) for n in nodes]
 
 
+def batch_failure(store: Store, job: ScoreJob, error: str) -> dict[str, Any]:
+    """The ``{"batch", "nodes", "error"}`` record of a node batch that was not scored (see :func:`finish_day`)."""
+    return {"batch": job.batch, "nodes": batch_nodes(store, job.batch), "error": error}
+
+
 def batch_nodes(store: Store, batch: int) -> list[str]:
     """Node names of scores-cube batch ``batch`` (for naming nodes of a batch that failed early)."""
     _, tele = telemetry_geometry(store)
@@ -376,7 +381,7 @@ def score_regions(jobs: Sequence[ScoreJob]) -> list[dict[str, Any]]:
         try:
             results.append(score_region(j))
         except ScoringError as e:
-            failures.append({"batch": j.batch, "nodes": batch_nodes(Store(j.store_url), j.batch), "error": str(e)})
+            failures.append(batch_failure(Store(j.store_url), j, str(e)))
     if failures:
         raise PartialScoringError("; ".join(f["error"] for f in failures), results, failures)
     return results
@@ -508,17 +513,15 @@ def score_day(store: Store, day: date, kind: str = "ruad", model_run: str | None
     jobs = region_jobs(store, day, kind, run)
     results, failures = [], []
 
-    def one(j: ScoreJob) -> tuple[ScoreJob, dict[str, Any] | None, str | None]:
+    def one(j: ScoreJob) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         try:
-            return j, score_region(j), None
-        except ScoringError as e:
-            return j, None, str(e)
+            return score_regions([j]), []
+        except PartialScoringError as e:
+            return e.results, e.failures
 
     with ThreadPoolExecutor(max(1, workers)) as ex:
-        for j, res, err in ex.map(one, jobs):
-            if res is not None:
-                results.append(res)
-            else:
-                failures.append({"batch": j.batch, "nodes": batch_nodes(store, j.batch), "error": err})
+        for res, fail in ex.map(one, jobs):
+            results += res
+            failures += fail
     return finish_day(store, day, kind, run, results, failures, run_id)
 
