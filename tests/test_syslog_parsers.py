@@ -116,6 +116,14 @@ def test_rfc3164_rejects_with_reasons():
     assert rej.column("raw")[1].as_py() == "Foo 11 22:14:15 cn1 a: bad month"
 
 
+def _host_tag_msg(rng: random.Random, i: int) -> str:
+    """``host tag[pid]: message`` with the shapes that matter (FQDN, IP, no tag, ``word:x`` that is no tag)."""
+    host = rng.choice(["cn01", "CN02.example.org", "gpu-3", "10.0.0.7", "login1.hpc.local"])
+    tag = rng.choice([f"sshd[{rng.randrange(99999)}]: ", "kernel: ", "", "CRON[12]: ", "systemd: ", "app:x "])
+    msg = rng.choice([f"Accepted key for u{i}", "", "a: b: c", "[  12.3] eth0 up", "ünïcode ok", "x  y"])
+    return f"{host} {tag}{msg}"
+
+
 def _random_3164(rng: random.Random, n: int) -> list[str]:
     out = []
     months = syslog_rfc3164.MONTHS
@@ -123,11 +131,9 @@ def _random_3164(rng: random.Random, n: int) -> list[str]:
         pri = f"<{rng.randrange(192)}>" if rng.random() < 0.5 else ""
         day = rng.randrange(1, 29)
         dstr = f"{day:2d}" if rng.random() < 0.8 else f"{day:02d}"
-        host = rng.choice(["cn01", "CN02.example.org", "gpu-3", "10.0.0.7", "login1.hpc.local"])
-        tag = rng.choice([f"sshd[{rng.randrange(99999)}]: ", "kernel: ", "", "CRON[12]: ", "systemd: ", "app:x "])
-        msg = rng.choice([f"Accepted key for u{i}", "", "a: b: c", "[  12.3] eth0 up", "ünïcode ok", "x  y"])
+        rest = _host_tag_msg(rng, i)
         out.append(f"{pri}{rng.choice(months)} {dstr} {rng.randrange(24):02d}:{rng.randrange(60):02d}:"
-                   f"{rng.randrange(60):02d} {host} {tag}{msg}")
+                   f"{rng.randrange(60):02d} {rest}")
     return out
 
 
@@ -371,11 +377,9 @@ def _random_rsyslog(rng: random.Random, n: int) -> list[str]:
     for i in range(n):
         frac = rng.choice(["", ".5", ".123", ".123456", ".123456789"])
         zone = rng.choice(["Z", "+00:00", "+01:00", "-05:30"])
-        host = rng.choice(["cn01", "CN02.example.org", "gpu-3", "10.0.0.7", "login1.hpc.local"])
-        tag = rng.choice([f"sshd[{rng.randrange(99999)}]: ", "kernel: ", "", "CRON[12]: ", "systemd: ", "app:x "])
-        msg = rng.choice([f"Accepted key for u{i}", "", "a: b: c", "[  12.3] eth0 up", "ünïcode ok", "x  y"])
+        rest = _host_tag_msg(rng, i)
         out.append(f"2026-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d}T{rng.randrange(24):02d}:"
-                   f"{rng.randrange(60):02d}:{rng.randrange(60):02d}{frac}{zone} {host} {tag}{msg}")
+                   f"{rng.randrange(60):02d}:{rng.randrange(60):02d}{frac}{zone} {rest}")
     return out
 
 
