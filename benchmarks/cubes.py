@@ -39,8 +39,9 @@ from tasks.store import Store  # noqa: E402
 DAY0 = date(2026, 1, 5)
 
 
-def generate(root: Path, n_nodes: int, n_days: int, n_metrics: int, freq: str, seed: int,
-             reuse: bool = False) -> tuple[Store, int, float]:
+def generate(
+    root: Path, n_nodes: int, n_days: int, n_metrics: int, freq: str, seed: int, reuse: bool = False
+) -> tuple[Store, int, float]:
     """Stage synthetic telemetry; returns (store, rows, seconds). ``reuse`` keeps data of an identical earlier run."""
     stamp = root / "generated.json"
     params = {"nodes": n_nodes, "days": n_days, "metrics": n_metrics, "freq": freq, "seed": seed}
@@ -77,8 +78,18 @@ def _tree_rss(pid: int) -> int:
 
 def run_child_build(store: Store, n_days: int, processes: bool, workers: int) -> dict:
     """Build in a child process; returns its JSON result plus the sampled peak RSS of the process tree."""
-    cmd = [sys.executable, __file__, "--phase", "build", "--store", store.url, "--n-days", str(n_days),
-           "--workers", str(workers)] + ([] if processes else ["--threads"])
+    cmd = [
+        sys.executable,
+        __file__,
+        "--phase",
+        "build",
+        "--store",
+        store.url,
+        "--n-days",
+        str(n_days),
+        "--workers",
+        str(workers),
+    ] + ([] if processes else ["--threads"])
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
     peak = [0]
     done = threading.Event()
@@ -116,13 +127,20 @@ def phase_build(url: str, n_days: int, processes: bool, workers: int) -> None:
         t2 = time.perf_counter()
     ru1 = resource.getrusage(resource.RUSAGE_SELF)
     rows = sum(r.report.get("rows_used", 0) for r in res)
-    print(json.dumps({
-        "rows": rows, "build_s": t2 - t1, "cluster_start_s": t1 - t0, "days": len(res),
-        "cpu_s": (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime),  # threads: all work is in this process
-        "scan_task_s": sum(r.report.get("scan_task_s", 0) for r in res),
-        "write_task_s": sum(r.report.get("write_task_s", 0) for r in res),
-        "setup": res[0].report.get("build_setup", {}),
-    }))
+    print(
+        json.dumps(
+            {
+                "rows": rows,
+                "build_s": t2 - t1,
+                "cluster_start_s": t1 - t0,
+                "days": len(res),
+                "cpu_s": (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime),  # threads: all work is in this process
+                "scan_task_s": sum(r.report.get("scan_task_s", 0) for r in res),
+                "write_task_s": sum(r.report.get("write_task_s", 0) for r in res),
+                "setup": res[0].report.get("build_setup", {}),
+            }
+        )
+    )
 
 
 def pandas_baseline(st: Store, step: str) -> tuple[pd.DataFrame, float]:
@@ -205,8 +223,10 @@ def main() -> None:
     # ---- subset: ours (processes / threads) vs pandas baseline, identical numbers
     print(f"load average at start: {' '.join(f'{x:.1f}' for x in __import__('os').getloadavg())}")
     sub, sub_rows, gen_s = generate(work / "subset", a.subset_nodes, a.subset_days, a.metrics, a.freq, a.seed, a.reuse)
-    print(f"subset: {a.subset_nodes} nodes x {a.subset_days} days x {a.metrics} metrics = {sub_rows:,} values "
-          f"(generated in {gen_s:.1f} s)")
+    print(
+        f"subset: {a.subset_nodes} nodes x {a.subset_days} days x {a.metrics} metrics = {sub_rows:,} values "
+        f"(generated in {gen_s:.1f} s)"
+    )
     base, base_s = pandas_baseline(sub, "15min")
     print(f"baseline pandas groupby/resample: {base_s:.2f} s  ({sub_rows / base_s:,.0f} values/s)")
     timings = {}
@@ -215,8 +235,10 @@ def main() -> None:
         n = compare(sub, base)
         mode = "processes" if processes else "threads"
         timings[mode] = build_s
-        print(f"ours ({mode}, {a.workers} workers): {build_s:.2f} s  ({sub_rows / build_s:,.0f} values/s; "
-              f"cluster start {start_s:.1f} s not included); {n:,} windows equal to baseline within float32 tolerance")
+        print(
+            f"ours ({mode}, {a.workers} workers): {build_s:.2f} s  ({sub_rows / build_s:,.0f} values/s; "
+            f"cluster start {start_s:.1f} s not included); {n:,} windows equal to baseline within float32 tolerance"
+        )
     best = min(timings, key=timings.get)
     print(f"ratio_threads={base_s / timings['threads']:.2f} ratio_processes={base_s / timings['processes']:.2f}")
     print(f"ratio={base_s / timings[best]:.2f}  (baseline {base_s:.2f} s / ours {timings[best]:.2f} s with {best})")
@@ -226,17 +248,23 @@ def main() -> None:
     # ---- full case
     full, rows, gen_s = generate(work / "full", a.nodes, a.days, a.metrics, a.freq, a.seed, a.reuse)
     size = sum(p.stat().st_size for p in (work / "full" / "staged").rglob("*.parquet"))
-    print(f"full: {a.nodes} nodes x {a.days} days x {a.metrics} metrics at {a.freq} = {rows:,} values, "
-          f"{size / 2**30:.2f} GiB staged parquet (generated in {gen_s:.0f} s)")
+    print(
+        f"full: {a.nodes} nodes x {a.days} days x {a.metrics} metrics at {a.freq} = {rows:,} values, "
+        f"{size / 2**30:.2f} GiB staged parquet (generated in {gen_s:.0f} s)"
+    )
     res = run_child_build(full, a.days, processes=(best == "processes"), workers=a.workers)
-    print(f"full build ({best}): {res['build_s']:.1f} s, {res['rows'] / res['build_s']:,.0f} values/s, "
-          f"peak RSS {res['peak_rss_bytes'] / 2**30:.2f} GiB (process tree; goal <= 4 GiB), "
-          f"cluster start {res['cluster_start_s']:.1f} s")
+    print(
+        f"full build ({best}): {res['build_s']:.1f} s, {res['rows'] / res['build_s']:,.0f} values/s, "
+        f"peak RSS {res['peak_rss_bytes'] / 2**30:.2f} GiB (process tree; goal <= 4 GiB), "
+        f"cluster start {res['cluster_start_s']:.1f} s"
+    )
     if best == "threads":
-        print(f"full build CPU time {res['cpu_s']:.1f} s ({res['rows'] / res['cpu_s']:,.0f} values per CPU-second); "
-              f"task time: scans {res['scan_task_s']:.1f} s, merge+write {res['write_task_s']:.1f} s, "
-              f"axes pre-scan {res['setup'].get('axes_scan_s', 0):.1f} s, "
-              f"cube create {res['setup'].get('ensure_cube_s', 0):.1f} s")
+        print(
+            f"full build CPU time {res['cpu_s']:.1f} s ({res['rows'] / res['cpu_s']:,.0f} values per CPU-second); "
+            f"task time: scans {res['scan_task_s']:.1f} s, merge+write {res['write_task_s']:.1f} s, "
+            f"axes pre-scan {res['setup'].get('axes_scan_s', 0):.1f} s, "
+            f"cube create {res['setup'].get('ensure_cube_s', 0):.1f} s"
+        )
     print(f"load average at end: {' '.join(f'{x:.1f}' for x in __import__('os').getloadavg())}")
     cube = sum(p.stat().st_size for p in (work / "full" / "cubes" / "telemetry.zarr").rglob("*") if p.is_file())
     print(f"cube size on disk {cube / 2**20:.1f} MiB")

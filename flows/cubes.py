@@ -25,24 +25,48 @@ from tasks.store import Store
 
 
 @task(retries=1, retry_delay_seconds=[5], task_run_name="build-{kind}-cube", cache_policy=NO_CACHE)
-def build_kind(store: Store, kind: str, days: list[date], client: Any, step: str, node_batch: int,
-               epoch: date | None, run_id: str) -> list[dict[str, Any]]:
+def build_kind(
+    store: Store, kind: str, days: list[date], client: Any, step: str, node_batch: int, epoch: date | None, run_id: str
+) -> list[dict[str, Any]]:
     """Build ``days`` of cube ``kind`` (idempotent, so a retry is safe)."""
     res = build_days(store, kind, days, client, step=step, node_batch=node_batch, epoch=epoch, run_id=run_id)
-    return [{"cube": kind, "day": r.day.isoformat(), "status": r.status, "regions": r.regions,
-             "seconds": round(r.seconds, 3), **{k: r.report.get(k) for k in ("rows_read", "rows_used", "nodes_with_data")}}
-            for r in res]
+    return [
+        {
+            "cube": kind,
+            "day": r.day.isoformat(),
+            "status": r.status,
+            "regions": r.regions,
+            "seconds": round(r.seconds, 3),
+            **{k: r.report.get(k) for k in ("rows_read", "rows_used", "nodes_with_data")},
+        }
+        for r in res
+    ]
 
 
-def run_build(start: date, end: date, store: str | None = None, kinds: tuple[str, ...] = CUBE_KINDS,
-              dask_address: str | None = None, step: str | None = None, epoch: date | None = None,
-              force: bool = False, processes: bool = False) -> dict[str, Any]:
+def run_build(
+    start: date,
+    end: date,
+    store: str | None = None,
+    kinds: tuple[str, ...] = CUBE_KINDS,
+    dask_address: str | None = None,
+    step: str | None = None,
+    epoch: date | None = None,
+    force: bool = False,
+    processes: bool = False,
+) -> dict[str, Any]:
     """Body of :func:`build_cubes` (usable without Prefect); returns the run manifest as a dict."""
     settings = load_settings(store=store, dask_address=dask_address, step=step)
     check_step(settings.step)
     st = Store(settings.store)
-    params = {"start": start, "end": end, "kinds": list(kinds), "step": settings.step, "epoch": epoch, "force": force,
-              "dask_address": settings.dask_address}
+    params = {
+        "start": start,
+        "end": end,
+        "kinds": list(kinds),
+        "step": settings.step,
+        "epoch": epoch,
+        "force": force,
+        "dask_address": settings.dask_address,
+    }
     rec = RunRecorder(st, "build_cubes", params)
     rec.write()
     rows: list[dict[str, Any]] = []
@@ -69,13 +93,24 @@ def run_build(start: date, end: date, store: str | None = None, kinds: tuple[str
 
 
 @flow(name="build_cubes", log_prints=True)
-def build_cubes(start: date, end: date, store: str | None = None, kinds: list[str] | None = None,
-                dask_address: str | None = None, step: str | None = None, epoch: date | None = None,
-                force: bool = False, processes: bool = False) -> dict[str, Any]:
+def build_cubes(
+    start: date,
+    end: date,
+    store: str | None = None,
+    kinds: list[str] | None = None,
+    dask_address: str | None = None,
+    step: str | None = None,
+    epoch: date | None = None,
+    force: bool = False,
+    processes: bool = False,
+) -> dict[str, Any]:
     """Aggregate staged telemetry and syslog of ``start``..``end`` (inclusive) into the Zarr cubes."""
     manifest = run_build(start, end, store, tuple(kinds or CUBE_KINDS), dask_address, step, epoch, force, processes)
     days = manifest["outputs"].get("days", [])
     if days:
-        create_table_artifact(days, key=artifact_key("cubes", str(start), str(end)),
-                              description=f"build_cubes {start}..{end}: run {manifest['run_id']}")
+        create_table_artifact(
+            days,
+            key=artifact_key("cubes", str(start), str(end)),
+            description=f"build_cubes {start}..{end}: run {manifest['run_id']}",
+        )
     return manifest

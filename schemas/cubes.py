@@ -146,11 +146,17 @@ def telemetry_spec(step: str | pd.Timedelta = "15min") -> CubeSpec:
         VarSpec("min", dims, "float32", np.nan, {**stat, "cell_methods": f"time: minimum (interval: {win})"}),
         VarSpec("max", dims, "float32", np.nan, {**stat, "cell_methods": f"time: maximum (interval: {win})"}),
         VarSpec(
-            "std", dims, "float32", np.nan,
+            "std",
+            dims,
+            "float32",
+            np.nan,
             {**stat, "cell_methods": f"time: standard_deviation (interval: {win})", "ddof": 0},
         ),
         VarSpec(
-            "count", dims, "int32", 0,
+            "count",
+            dims,
+            "int32",
+            0,
             {"long_name": "number of samples in the window", "units": "1", "coverage_content_type": "auxiliaryInformation"},
         ),
     )
@@ -169,12 +175,21 @@ def syslog_spec() -> CubeSpec:
     """Spec of ``cubes/syslog.zarr``: line counts per 30 min and per 1 min by severity (Ghiasvand §3)."""
     variables = (
         VarSpec(
-            "lines", ("node", "time", "severity"), "int32", -1,
-            {"long_name": "syslog lines per 30-min window (syslog generation, SG)", "units": "1",
-             "cell_methods": "time: sum (interval: 1800 s)"},
+            "lines",
+            ("node", "time", "severity"),
+            "int32",
+            -1,
+            {
+                "long_name": "syslog lines per 30-min window (syslog generation, SG)",
+                "units": "1",
+                "cell_methods": "time: sum (interval: 1800 s)",
+            },
         ),
         VarSpec(
-            "lines_1min", ("node", "time_1min", "severity"), "int32", -1,
+            "lines_1min",
+            ("node", "time_1min", "severity"),
+            "int32",
+            -1,
             {"long_name": "syslog lines per 1-min window", "units": "1", "cell_methods": "time_1min: sum (interval: 60 s)"},
         ),
     )
@@ -185,7 +200,11 @@ def syslog_spec() -> CubeSpec:
         "references": "Ghiasvand & Ciorba, syslog generation (SG) over 30-min windows, section 3",
     }
     return CubeSpec(
-        SYSLOG, "syslog.zarr", {"time": SYSLOG_STEP, "time_1min": SYSLOG_FINE_STEP}, variables, attrs,
+        SYSLOG,
+        "syslog.zarr",
+        {"time": SYSLOG_STEP, "time_1min": SYSLOG_FINE_STEP},
+        variables,
+        attrs,
         inner_dims={"severity": len(SEVERITY_NAMES)},
     )
 

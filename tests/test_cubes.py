@@ -49,8 +49,12 @@ def test_region_key_and_slices():
         Region(D1, 4).node_slice(10, 35)
     with pytest.raises(ValueError):
         Region(D1, -1)
-    assert [x.key for x in regions_of([D2, D1], 15, 10)] == ["2026-03-01/b0000", "2026-03-01/b0001",
-                                                            "2026-03-02/b0000", "2026-03-02/b0001"]
+    assert [x.key for x in regions_of([D2, D1], 15, 10)] == [
+        "2026-03-01/b0000",
+        "2026-03-01/b0001",
+        "2026-03-02/b0000",
+        "2026-03-02/b0001",
+    ]
 
 
 def test_check_aligned_names_region_and_chunks():
@@ -133,10 +137,13 @@ def _stage_basic(store):
     write_topology(store, ["n1", "n2", "n3"], per_rack=2)
     p1 = telemetry_table(
         ["2026-03-01T00:00Z", "2026-03-01T00:05Z", "2026-03-01T00:10Z", "2026-03-01T00:00Z", "2026-03-01T00:16Z"],
-        ["n1", "n1", "n1", "n1", "n2"], ["power_node", "power_node", "power_node", "temp_inlet", "power_node"],
-        [100.0, 110.0, 130.0, 20.5, 50.0])
-    p2 = telemetry_table(["2026-03-01T00:14:59Z", "2026-03-01T23:59:59Z"], ["n1", "n2"], ["power_node", "temp_inlet"],
-                         [140.0, 21.0], offset=5)
+        ["n1", "n1", "n1", "n1", "n2"],
+        ["power_node", "power_node", "power_node", "temp_inlet", "power_node"],
+        [100.0, 110.0, 130.0, 20.5, 50.0],
+    )
+    p2 = telemetry_table(
+        ["2026-03-01T00:14:59Z", "2026-03-01T23:59:59Z"], ["n1", "n2"], ["power_node", "temp_inlet"], [140.0, 21.0], offset=5
+    )
     store.write_parquet(p1, store.staged_key("telemetry", "2026-03-01", "run-a"))
     store.write_parquet(p2, store.staged_key("telemetry", "2026-03-01", "run-b"))
     p3 = telemetry_table(["2026-03-02T12:00Z"], ["n2"], ["power_node"], [75.0])
@@ -223,7 +230,10 @@ def test_node_metric_and_time_axes_grow_without_moving_data(store, client):
 def test_bad_rows_are_dropped_and_counted_not_fatal(store, client):
     t = telemetry_table(
         ["2026-03-01T01:00Z", "2026-03-01T01:00Z", "2026-03-02T00:00Z", "2026-03-01T01:00Z", "2026-03-01T01:01Z"],
-        ["n1", "n1", "n1", "../../etc", "n1"], ["power_node"] * 5, [1.0, float("nan"), 3.0, 4.0, float("inf")])
+        ["n1", "n1", "n1", "../../etc", "n1"],
+        ["power_node"] * 5,
+        [1.0, float("nan"), 3.0, 4.0, float("inf")],
+    )
     store.write_parquet(t, store.staged_key("telemetry", "2026-03-01", "run-a"))
     (res,) = build_days(store, "telemetry", [D1], client)
     rep = res.report
@@ -240,9 +250,17 @@ def test_bad_rows_are_dropped_and_counted_not_fatal(store, client):
 def test_syslog_counts_by_severity_30min_and_1min(store, client):
     write_topology(store, ["n1", "n2"])
     t = syslog_table(
-        ["2026-03-01T00:00:10Z", "2026-03-01T00:00:50Z", "2026-03-01T00:29:59Z", "2026-03-01T00:30:00Z",
-         "2026-03-01T00:00:20Z", "2026-03-01T23:59:59Z"],
-        ["n1", "n1", "n1", "n1", "n2", "n2"], [3, 3, 6, None, 0, 7])
+        [
+            "2026-03-01T00:00:10Z",
+            "2026-03-01T00:00:50Z",
+            "2026-03-01T00:29:59Z",
+            "2026-03-01T00:30:00Z",
+            "2026-03-01T00:00:20Z",
+            "2026-03-01T23:59:59Z",
+        ],
+        ["n1", "n1", "n1", "n1", "n2", "n2"],
+        [3, 3, 6, None, 0, 7],
+    )
     store.write_parquet(t, store.staged_key("syslog", "2026-03-01", "run-a"))
     (res,) = build_days(store, "syslog", [D1], client)
     assert res.report["rows_used"] == 6
@@ -266,8 +284,10 @@ def test_time_ordered_and_node_ordered_input_give_the_same_cube(tmp_path, client
     a, b = Store(str(tmp_path / "a")), Store(str(tmp_path / "b"))
     write_telemetry_day(a, D1, node_names(4), ["power_node", "load1", "temp_inlet"], freq="1min", seed=5, drop_frac=0.2)
     tbl = a.read_staged("telemetry")
-    b.write_parquet(tbl.sort_by([("node", "ascending"), ("metric", "ascending"), ("time", "ascending")]),
-                    b.staged_key("telemetry", D1.isoformat(), "sorted"))
+    b.write_parquet(
+        tbl.sort_by([("node", "ascending"), ("metric", "ascending"), ("time", "ascending")]),
+        b.staged_key("telemetry", D1.isoformat(), "sorted"),
+    )
     for s in (a, b):
         build_days(s, "telemetry", [D1], client, node_batch=2)
     da_, db_ = open_telemetry_cube(a).load(), open_telemetry_cube(b).load()
@@ -306,8 +326,10 @@ def test_build_on_a_given_scheduler_address(store):
     from distributed import LocalCluster
 
     _stage_basic(store)
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cl, \
-            dask_client(cl.scheduler_address) as c:
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cl,
+        dask_client(cl.scheduler_address) as c,
+    ):
         assert c.scheduler.address == cl.scheduler_address
         res = build_days(store, "telemetry", [D1], c, node_batch=2)
     assert res[0].status == "built" and res[0].report["rows_used"] == 7

@@ -63,8 +63,13 @@ def test_two_processes_backfill_different_days(tmp_path):
         build_days(seq, "telemetry", DAYS, c, node_batch=2, epoch=DAYS[0], slab_rows=500)
     go = tmp_path / "go"
     procs = [
-        subprocess.Popen([sys.executable, "-c", WORKER, par.url, d.isoformat(), str(go)], cwd=REPO,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, par.url, d.isoformat(), str(go)],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for d in DAYS
     ]
     time.sleep(3.0)  # both clusters up and polling

@@ -10,8 +10,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-cubes_app = typer.Typer(help="Build and inspect the Zarr cubes (cubes/telemetry.zarr, cubes/syslog.zarr).",
-                        no_args_is_help=True)
+cubes_app = typer.Typer(help="Build and inspect the Zarr cubes (cubes/telemetry.zarr, cubes/syslog.zarr).", no_args_is_help=True)
 
 
 def _day(value: str, what: str) -> date:
@@ -47,16 +46,31 @@ def build(
         if k not in CUBE_KINDS:
             raise UserError(f"--kind {k!r}: expected one of {', '.join(CUBE_KINDS)}")
     try:
-        m = build_cubes(s, e, store=settings().store, kinds=kinds, dask_address=dask_address, step=step,
-                        epoch=_day(epoch, "epoch") if epoch else None, force=force, processes=processes)
+        m = build_cubes(
+            s,
+            e,
+            store=settings().store,
+            kinds=kinds,
+            dask_address=dask_address,
+            step=step,
+            epoch=_day(epoch, "epoch") if epoch else None,
+            force=force,
+            processes=processes,
+        )
     except (ValueError, TimeoutError) as err:
         raise UserError(str(err)) from None
     t = Table(title=f"build_cubes run {m['run_id']} ({m['status']})")
     for col in ("cube", "day", "status", "rows used", "nodes with data", "seconds"):
         t.add_column(col)
     for r in m["outputs"].get("days", []):
-        t.add_row(r["cube"], r["day"], r["status"], f"{r.get('rows_used') or 0:,}", str(r.get("nodes_with_data") or ""),
-                  str(r.get("seconds") or ""))
+        t.add_row(
+            r["cube"],
+            r["day"],
+            r["status"],
+            f"{r.get('rows_used') or 0:,}",
+            str(r.get("nodes_with_data") or ""),
+            str(r.get("seconds") or ""),
+        )
     console.print(t)
 
 
@@ -79,9 +93,11 @@ def info(
     if as_json:
         console.print_json(json.dumps(inf))
         return
-    console.print(f"[bold]{inf['url']}[/bold]  step={inf['step']}  epoch={inf['epoch']}  "
-                  f"allocated until {inf['allocated_until']}  nodes={inf['nodes']}  metrics={inf['metrics']}  "
-                  f"node chunk={inf['node_chunk']}  size={inf['size_bytes'] / 2**20:.2f} MiB")
+    console.print(
+        f"[bold]{inf['url']}[/bold]  step={inf['step']}  epoch={inf['epoch']}  "
+        f"allocated until {inf['allocated_until']}  nodes={inf['nodes']}  metrics={inf['metrics']}  "
+        f"node chunk={inf['node_chunk']}  size={inf['size_bytes'] / 2**20:.2f} MiB"
+    )
     tv = Table(title="variables")
     for col in ("variable", "dims", "shape", "chunks", "dtype"):
         tv.add_column(col)
@@ -93,8 +109,14 @@ def info(
         td.add_column(col)
     for d in inf["days"]:
         cov = d.get("coverage")
-        td.add_row(d["day"], d["status"], str(d.get("nodes_with_data", "")), "" if cov is None else f"{cov:.1%}",
-                   f"{d['rows_used']:,}" if d.get("rows_used") is not None else "", str(d.get("run_id") or ""))
+        td.add_row(
+            d["day"],
+            d["status"],
+            str(d.get("nodes_with_data", "")),
+            "" if cov is None else f"{cov:.1%}",
+            f"{d['rows_used']:,}" if d.get("rows_used") is not None else "",
+            str(d.get("run_id") or ""),
+        )
     console.print(td)
 
 

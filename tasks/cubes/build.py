@@ -92,16 +92,22 @@ def dask_client(address: str | None = None, n_workers: int = 2, processes: bool 
             yield c
         return
     with (
-        LocalCluster(n_workers=n_workers, threads_per_worker=1 if processes else 2, processes=processes,
-                     dashboard_address=":0", memory_limit=0) as cluster,
+        LocalCluster(
+            n_workers=n_workers,
+            threads_per_worker=1 if processes else 2,
+            processes=processes,
+            dashboard_address=":0",
+            memory_limit=0,
+        ) as cluster,
         Client(cluster) as c,
     ):
         yield c
 
 
 # ----------------------------------------------------------------------------- task bodies (run on workers)
-def _scan_split(url: str, slab: Any, day: date, step: pd.Timedelta, nodes: dict[str, int], metrics: dict[str, int],
-                node_chunk: int) -> tuple[list[WindowStats], ScanReport]:
+def _scan_split(
+    url: str, slab: Any, day: date, step: pd.Timedelta, nodes: dict[str, int], metrics: dict[str, int], node_chunk: int
+) -> tuple[list[WindowStats], ScanReport]:
     t0 = time.perf_counter()
     stats, rep, time_major = scan_slab(Store(url), slab, day, step, nodes, metrics)
     grid = (len(nodes), int(pd.Timedelta("1D") / step), len(metrics))
@@ -118,9 +124,7 @@ def _report_of(scan: tuple[list[WindowStats], ScanReport]) -> ScanReport:
     return scan[1]
 
 
-def _merge_write_telemetry(
-    url: str, step: str, geo: Geometry, region: Region, *parts: WindowStats
-) -> tuple[int, int, float]:
+def _merge_write_telemetry(url: str, step: str, geo: Geometry, region: Region, *parts: WindowStats) -> tuple[int, int, float]:
     t0 = time.perf_counter()
     spec = spec_for(TELEMETRY, step)
     stats = merge_all(list(parts))
@@ -215,12 +219,20 @@ def build_days(
         for r in client.gather(reports):
             rep = rep.merge(r)
         payload = {
-            "day": day.isoformat(), "cube": spec.key, "inputs": input_fingerprint(store, files), **rep.as_dict(),
-            "nodes": n_nodes, "nodes_with_data": with_data, "metrics": len(geo.metrics),
-            "step_seconds": int(spec.steps[first].total_seconds()), "windows": windows,
-            "windows_with_data": sum(w[1] for w in written), "write_task_s": round(sum(w[2] for w in written), 3),
+            "day": day.isoformat(),
+            "cube": spec.key,
+            "inputs": input_fingerprint(store, files),
+            **rep.as_dict(),
+            "nodes": n_nodes,
+            "nodes_with_data": with_data,
+            "metrics": len(geo.metrics),
+            "step_seconds": int(spec.steps[first].total_seconds()),
+            "windows": windows,
+            "windows_with_data": sum(w[1] for w in written),
+            "write_task_s": round(sum(w[2] for w in written), 3),
             "build_setup": setup,
-            "run_id": run_id, "regions": len(writes),
+            "run_id": run_id,
+            "regions": len(writes),
         }
         write_marker(store, spec, day, payload)
         results.append(DayResult(kind, day, "built", payload, len(writes), time.perf_counter() - t0))
@@ -231,12 +243,17 @@ def build_days(
         pre = f"{kind}-{day.isoformat()}-{tok}"
         if kind == TELEMETRY:
             slabs = plan_slabs(store, files, slab_rows)
-            scans = [client.submit(_scan_split, url, s, day, spec.steps["time"], node_idx, metric_idx, geo.node_chunk,
-                                   key=f"scan-{pre}-{i}") for i, s in enumerate(slabs)]
+            scans = [
+                client.submit(
+                    _scan_split, url, s, day, spec.steps["time"], node_idx, metric_idx, geo.node_chunk, key=f"scan-{pre}-{i}"
+                )
+                for i, s in enumerate(slabs)
+            ]
             writes = []
             for r in regions:
-                parts = [client.submit(_batch_of, s, r.node_batch, key=f"part-{pre}-{i}-{r.node_batch}")
-                         for i, s in enumerate(scans)]
+                parts = [
+                    client.submit(_batch_of, s, r.node_batch, key=f"part-{pre}-{i}-{r.node_batch}") for i, s in enumerate(scans)
+                ]
                 writes.append(client.submit(_merge_write_telemetry, url, step, geo, r, *parts, key=f"write-{pre}-{r.key}"))
             reports = [client.submit(_report_of, s, key=f"report-{pre}-{i}") for i, s in enumerate(scans)]
         else:

@@ -52,8 +52,12 @@ def cube_info(store: Store, kind: str = TELEMETRY) -> dict[str, Any] | None:
         row: dict[str, Any] = {"day": d.isoformat(), "status": status}
         if m is not None:
             w = m.get("windows") or 0
-            row.update(nodes_with_data=m.get("nodes_with_data"), rows_used=m.get("rows_used"),
-                       coverage=(m.get("windows_with_data", 0) / w) if w else 0.0, run_id=m.get("run_id"))
+            row.update(
+                nodes_with_data=m.get("nodes_with_data"),
+                rows_used=m.get("rows_used"),
+                coverage=(m.get("windows_with_data", 0) / w) if w else 0.0,
+                run_id=m.get("run_id"),
+            )
         days.append(row)
     last = geo.epoch + timedelta(days=geo.n_days - 1)
     return {

@@ -17,14 +17,27 @@ import pyarrow.parquet as pq
 
 from tasks.store import Store
 
-TELEMETRY_SCHEMA = pa.schema([
-    ("time", pa.timestamp("ns", tz="UTC")), ("node", pa.string()), ("metric", pa.string()),
-    ("value", pa.float64()), ("source_offset", pa.int64()),
-])
-SYSLOG_SCHEMA = pa.schema([
-    ("time", pa.timestamp("ns", tz="UTC")), ("node", pa.string()), ("facility", pa.int8()), ("severity", pa.int8()),
-    ("app", pa.string()), ("pid", pa.int64()), ("message", pa.string()), ("source_offset", pa.int64()),
-])
+TELEMETRY_SCHEMA = pa.schema(
+    [
+        ("time", pa.timestamp("ns", tz="UTC")),
+        ("node", pa.string()),
+        ("metric", pa.string()),
+        ("value", pa.float64()),
+        ("source_offset", pa.int64()),
+    ]
+)
+SYSLOG_SCHEMA = pa.schema(
+    [
+        ("time", pa.timestamp("ns", tz="UTC")),
+        ("node", pa.string()),
+        ("facility", pa.int8()),
+        ("severity", pa.int8()),
+        ("app", pa.string()),
+        ("pid", pa.int64()),
+        ("message", pa.string()),
+        ("source_offset", pa.int64()),
+    ]
+)
 
 
 def node_names(n: int, prefix: str = "cn") -> list[str]:
@@ -83,13 +96,16 @@ def write_telemetry_day(
             if drop_frac > 0:
                 keep = rng.random(len(val)) >= drop_frac
                 t, ni, mi, val = t[keep], ni[keep], mi[keep], val[keep]
-            tbl = pa.table({
-                "time": pa.array(t, pa.timestamp("ns", tz="UTC")),
-                "node": node_arr.take(pa.array(ni)),
-                "metric": metric_arr.take(pa.array(mi)),
-                "value": val,
-                "source_offset": np.arange(rows, rows + len(val), dtype=np.int64),
-            }, schema=TELEMETRY_SCHEMA)
+            tbl = pa.table(
+                {
+                    "time": pa.array(t, pa.timestamp("ns", tz="UTC")),
+                    "node": node_arr.take(pa.array(ni)),
+                    "metric": metric_arr.take(pa.array(mi)),
+                    "value": val,
+                    "source_offset": np.arange(rows, rows + len(val), dtype=np.int64),
+                },
+                schema=TELEMETRY_SCHEMA,
+            )
             writer.write_table(tbl, row_group_size=1 << 22)
             rows += len(val)
     finally:
@@ -102,38 +118,46 @@ def write_telemetry_day(
 def write_topology(store: Store, nodes: list[str], per_rack: int = 16, run_id: str = "synth") -> None:
     """Stage a topology table: ``per_rack`` nodes per rack, 8 racks per row."""
     idx = np.arange(len(nodes))
-    tbl = pa.table({
-        "node": nodes,
-        "rack": [f"r{i // per_rack:03d}" for i in idx],
-        "row": [f"row{i // (per_rack * 8)}" for i in idx],
-        "chassis": [f"c{i // 4:04d}" for i in idx],
-        "position": (idx % per_rack).astype(np.int16),
-        "architecture": ["x86_64"] * len(nodes),
-    })
+    tbl = pa.table(
+        {
+            "node": nodes,
+            "rack": [f"r{i // per_rack:03d}" for i in idx],
+            "row": [f"row{i // (per_rack * 8)}" for i in idx],
+            "chassis": [f"c{i // 4:04d}" for i in idx],
+            "position": (idx % per_rack).astype(np.int16),
+            "architecture": ["x86_64"] * len(nodes),
+        }
+    )
     store.write_parquet(tbl, store.staged_key("topology", "1970-01-01", run_id))
 
 
 def syslog_table(times: list[str], nodes: list[str], severities: list[int | None], offset: int = 0) -> pa.Table:
     """A staged-schema syslog table from explicit rows (for tests)."""
     n = len(times)
-    return pa.table({
-        "time": pa.array(pd.to_datetime(times, utc=True, format="ISO8601").as_unit("ns").asi8, pa.timestamp("ns", tz="UTC")),
-        "node": nodes,
-        "facility": pa.array([1] * n, pa.int8()),
-        "severity": pa.array(severities, pa.int8()),
-        "app": ["kernel"] * n,
-        "pid": pa.array([None] * n, pa.int64()),
-        "message": ["synthetic line"] * n,
-        "source_offset": np.arange(offset, offset + n, dtype=np.int64),
-    }, schema=SYSLOG_SCHEMA)
+    return pa.table(
+        {
+            "time": pa.array(pd.to_datetime(times, utc=True, format="ISO8601").as_unit("ns").asi8, pa.timestamp("ns", tz="UTC")),
+            "node": nodes,
+            "facility": pa.array([1] * n, pa.int8()),
+            "severity": pa.array(severities, pa.int8()),
+            "app": ["kernel"] * n,
+            "pid": pa.array([None] * n, pa.int64()),
+            "message": ["synthetic line"] * n,
+            "source_offset": np.arange(offset, offset + n, dtype=np.int64),
+        },
+        schema=SYSLOG_SCHEMA,
+    )
 
 
 def telemetry_table(times: list[str], nodes: list[str], metrics: list[str], values: list[float], offset: int = 0) -> pa.Table:
     """A staged-schema telemetry table from explicit rows (for tests)."""
-    return pa.table({
-        "time": pa.array(pd.to_datetime(times, utc=True, format="ISO8601").as_unit("ns").asi8, pa.timestamp("ns", tz="UTC")),
-        "node": nodes,
-        "metric": metrics,
-        "value": pa.array(values, pa.float64()),
-        "source_offset": np.arange(offset, offset + len(values), dtype=np.int64),
-    }, schema=TELEMETRY_SCHEMA)
+    return pa.table(
+        {
+            "time": pa.array(pd.to_datetime(times, utc=True, format="ISO8601").as_unit("ns").asi8, pa.timestamp("ns", tz="UTC")),
+            "node": nodes,
+            "metric": metrics,
+            "value": pa.array(values, pa.float64()),
+            "source_offset": np.arange(offset, offset + len(values), dtype=np.int64),
+        },
+        schema=TELEMETRY_SCHEMA,
+    )

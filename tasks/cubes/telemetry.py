@@ -38,7 +38,11 @@ class StagedFileError(ValueError):
 
 
 def staged_batches(
-    store: Store, path: str, columns: list[str], dictionary: list[str], batch_rows: int = DEFAULT_BATCH_ROWS,
+    store: Store,
+    path: str,
+    columns: list[str],
+    dictionary: list[str],
+    batch_rows: int = DEFAULT_BATCH_ROWS,
     row_groups: list[int] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Record batches of a staged file; any read error becomes a :class:`StagedFileError` naming the file."""
@@ -183,16 +187,21 @@ class ScanReport:
 
     def merge(self, other: ScanReport) -> ScanReport:
         """Sum of two reports."""
-        out = ScanReport(self.rows_read + other.rows_read, self.rows_used + other.rows_used, dict(self.dropped),
-                         self.seconds + other.seconds)
+        out = ScanReport(
+            self.rows_read + other.rows_read, self.rows_used + other.rows_used, dict(self.dropped), self.seconds + other.seconds
+        )
         for k, v in other.dropped.items():
             out.drop(k, v)
         return out
 
     def as_dict(self) -> dict[str, object]:
         """JSON-friendly form."""
-        return {"rows_read": self.rows_read, "rows_used": self.rows_used, "dropped": dict(sorted(self.dropped.items())),
-                "scan_task_s": round(self.seconds, 3)}
+        return {
+            "rows_read": self.rows_read,
+            "rows_used": self.rows_used,
+            "dropped": dict(sorted(self.dropped.items())),
+            "scan_task_s": round(self.seconds, 3),
+        }
 
 
 def plan_slabs(store: Store, files: list[str], slab_rows: int = DEFAULT_SLAB_ROWS) -> list[Slab]:

@@ -220,8 +220,11 @@ def create_cube(
     coords.update({k: ("node", v) for k, v in _node_coords(nodes, node_info).items()})
     encoding: dict[str, dict[str, Any]] = {k: string_encoding(nchunk) for k in ("node", "rack", "row")}
     for d in spec.steps:
-        coords[d] = (d, _times(spec, d, epoch, 0, n_days), {"long_name": f"window start ({spec.steps[d]})",
-                                                              "standard_name": "time"})
+        coords[d] = (
+            d,
+            _times(spec, d, epoch, 0, n_days),
+            {"long_name": f"window start ({spec.steps[d]})", "standard_name": "time"},
+        )
         encoding[d] = time_encoding(spec.steps_per_day(d))
     if spec.kind == TELEMETRY:
         coords["metric"] = ("metric", _str(metrics))
@@ -229,9 +232,15 @@ def create_cube(
         for k in ("metric", "metric_units", "metric_long_name", "metric_kind"):
             encoding[k] = string_encoding(max(len(metrics), 1))
     else:
-        coords["severity"] = ("severity", np.arange(len(SEVERITY_NAMES), dtype=np.int8),
-                              {"long_name": "syslog severity (RFC 5424 code; 8 = not given)",
-                               "flag_values": list(range(len(SEVERITY_NAMES))), "flag_meanings": " ".join(SEVERITY_NAMES)})
+        coords["severity"] = (
+            "severity",
+            np.arange(len(SEVERITY_NAMES), dtype=np.int8),
+            {
+                "long_name": "syslog severity (RFC 5424 code; 8 = not given)",
+                "flag_values": list(range(len(SEVERITY_NAMES))),
+                "flag_meanings": " ".join(SEVERITY_NAMES),
+            },
+        )
         coords["severity_name"] = ("severity", _str(list(SEVERITY_NAMES)))
         encoding["severity"] = {"chunks": (len(SEVERITY_NAMES),), "compressors": None}
         encoding["severity_name"] = string_encoding(len(SEVERITY_NAMES))
@@ -242,8 +251,13 @@ def create_cube(
         dask_chunks = tuple(min(c, s) for c, s in zip(chunks, shape, strict=True))
         data_vars[v.name] = (v.dims, da.full(shape, v.fill_value, dtype=v.dtype, chunks=dask_chunks), v.attrs)
         encoding[v.name] = {"chunks": chunks, "compressors": compressors(), "fill_value": v.fill_value}
-    attrs = {**spec.attrs, "epoch": epoch.isoformat(), "node_chunk": nchunk, "alloc_days": ALLOC_DAYS,
-             "created": datetime.now().astimezone().isoformat(timespec="seconds")}
+    attrs = {
+        **spec.attrs,
+        "epoch": epoch.isoformat(),
+        "node_chunk": nchunk,
+        "alloc_days": ALLOC_DAYS,
+        "created": datetime.now().astimezone().isoformat(timespec="seconds"),
+    }
     ds = xr.Dataset(data_vars, coords=coords, attrs=attrs)
     with quiet_consolidated():
         ds.to_zarr(cube_url(store, spec), mode="w-", compute=False, encoding=encoding, zarr_format=3, consolidated=True)
@@ -281,7 +295,7 @@ def extend_cube(
             spd = spec.steps_per_day(d)
             _grow(g, d, n_days * spd)
             t = _times(spec, d, geo.epoch, geo.n_days, n_days - geo.n_days)
-            g[d][geo.n_days * spd:] = t.as_unit("s").asi8.astype(np.int64)
+            g[d][geo.n_days * spd :] = t.as_unit("s").asi8.astype(np.int64)
     nodes = list(geo.nodes)
     if new_nodes:
         n0 = len(nodes)
@@ -344,9 +358,7 @@ def ensure_cube(
 
 
 # ----------------------------------------------------------------------------- region writes
-def write_region(
-    store: Store, spec: CubeSpec, geo: Geometry, region: Region, arrays: dict[str, np.ndarray]
-) -> dict[str, slice]:
+def write_region(store: Store, spec: CubeSpec, geo: Geometry, region: Region, arrays: dict[str, np.ndarray]) -> dict[str, slice]:
     """Write one (day, node batch) of every variable with ``to_zarr(region=...)``, aligned to chunks."""
     import xarray as xr
 
