@@ -2,10 +2,10 @@
 
 ``nightly``: [demo: simulate the next day into the inbox] -> ingest every source of the day from the
 inbox (:mod:`tasks.inbox`) -> validate (row accounting of every ingest run) -> cubes for the day ->
-score every node batch with the CURRENT models -> refresh the checkpoint tables -> node states ->
-report. ``backfill``: the same for a range of days, cube days and (day, node batch) scoring
-regions in parallel (regions never share a Zarr chunk, so parallel writers cannot corrupt the
-cubes); days already complete are skipped unless ``force``.
+score every node batch with the CURRENT models -> node states (tonight's failure events) -> refresh
+the checkpoint tables (their failure fits read those events) -> report. ``backfill``: the same for a
+range of days, cube days and (day, node batch) scoring regions in parallel (regions never share a
+Zarr chunk, so parallel writers cannot corrupt the cubes); days already complete are skipped unless ``force``.
 
 Both are thin wiring: every step is a plain function in ``tasks/`` or an existing flow body
 (``flows.ingest.run_source``, ``flows.cubes.run_build``, ``flows.states.run_states_build``). I/O
@@ -265,7 +265,7 @@ def _settings_store(store: str | None) -> Store:
 def nightly(day: date | None = None, demo: bool = False, inbox: str | None = None, store: str | None = None,
             model_kind: str = "ruad", truth: str | None = None, workers: int = 2, force: bool = False,
             checkpoint_tables: bool = True, states: bool = True) -> dict[str, Any]:
-    """One night: [simulate] -> ingest -> validate -> cubes -> score -> checkpoint tables -> states -> report.
+    """One night: [simulate] -> ingest -> validate -> cubes -> score -> states -> checkpoint tables -> report.
 
     ``day`` defaults to yesterday (UTC); in demo mode to the day after the last simulated one. ``inbox``
     (default ``$NODEWATCH_INBOX``) holds the day's files; ``truth`` a simulator output with ground truth
@@ -319,17 +319,6 @@ def nightly(day: date | None = None, demo: bool = False, inbox: str | None = Non
                                              f"{score['flagged']} flagged"}
         failed_nodes = score.get("failed_nodes", [])
         rec.add_output("score", score)
-        ck = None
-        if checkpoint_tables:
-            with rec.step("checkpoint_tables"):
-                try:
-                    ck = checkpoint_task(st.url)
-                    steps["checkpoint_tables"] = {"status": ck["status"], "details": f"run {ck['run_id']}, model "
-                                                  f"{ck['failure_model']['name']} ({ck['failure_fit']['reason']})"}
-                    rec.add_output("checkpoint_tables", {k: ck[k] for k in ("run_id", "status", "failure_model", "failure_fit")})
-                except Exception as e:  # noqa: BLE001 - the report must still be written
-                    rec.error(f"checkpoint tables: {type(e).__name__}: {e}")
-                    steps["checkpoint_tables"] = {"status": "FAILED", "details": str(e)[:200]}
         if states:
             with rec.step("states"):
                 if st.staged_dates("syslog"):
@@ -343,6 +332,17 @@ def nightly(day: date | None = None, demo: bool = False, inbox: str | None = Non
                         steps["states"] = {"status": "FAILED", "details": str(e)[:200]}
                 else:
                     steps["states"] = {"status": "skipped", "details": "no staged syslog"}
+        ck = None
+        if checkpoint_tables:
+            with rec.step("checkpoint_tables"):
+                try:
+                    ck = checkpoint_task(st.url)
+                    steps["checkpoint_tables"] = {"status": ck["status"], "details": f"run {ck['run_id']}, model "
+                                                  f"{ck['failure_model']['name']} ({ck['failure_fit']['reason']})"}
+                    rec.add_output("checkpoint_tables", {k: ck[k] for k in ("run_id", "status", "failure_model", "failure_fit")})
+                except Exception as e:  # noqa: BLE001 - the report must still be written
+                    rec.error(f"checkpoint tables: {type(e).__name__}: {e}")
+                    steps["checkpoint_tables"] = {"status": "FAILED", "details": str(e)[:200]}
         with rec.step("report"):
             rep = _report(st, day, score, steps, truth, ck)
         rec.add_output("report", rep)
