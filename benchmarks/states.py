@@ -63,7 +63,7 @@ def generate(n_nodes: int, days: int, seed: int, lines_target: int, jobs_target:
     for _ in range(n_fail):
         k = int(rng.integers(1, 4)) if rng.random() < 0.1 else 1  # some simultaneous multi-node failures
         first = int(rng.integers(0, n_nodes - k))
-        grp = nodes[first:first + k]
+        grp = nodes[first : first + k]
         t = int(rng.integers(t0 - DAY // 2, t1))
         hl = compress_hostlist(grp)
         add(t, "ctl", "slurmctld", f"error: Nodes {hl} not responding, setting DOWN")
@@ -78,8 +78,13 @@ def generate(n_nodes: int, days: int, seed: int, lines_target: int, jobs_target:
                 add(t + down, node, "kernel", "Linux version 4.18.0-477.10.1.el8_8.x86_64 (mockbuild@x) (gcc 8.5.0) #1 SMP")
                 add(t + down + S, node, "kernel", "Command line: BOOT_IMAGE=(hd0,gpt2)/vmlinuz-4.18.0 root=/dev/sda2 ro")
                 secs = boot / S
-                add(fin, node, "systemd", f"Startup finished in 4.1s (kernel) + {int(secs // 60)}min {secs % 60 - 4.1:.3f}s "
-                                          f"(userspace) = {int(secs // 60)}min {secs % 60:.3f}s.")
+                add(
+                    fin,
+                    node,
+                    "systemd",
+                    f"Startup finished in 4.1s (kernel) + {int(secs // 60)}min {secs % 60 - 4.1:.3f}s "
+                    f"(userspace) = {int(secs // 60)}min {secs % 60:.3f}s.",
+                )
                 add(fin + 5 * S, "ctl", "slurmctld", f"Node {node} now responding")
             elif kind < 0.95:  # connection loss
                 add(t + int(rng.integers(120, 3 * 3600)) * S, "ctl", "slurmctld", f"Node {node} now responding")
@@ -93,12 +98,14 @@ def generate(n_nodes: int, days: int, seed: int, lines_target: int, jobs_target:
     msgs = pa.DictionaryArray.from_arrays(pa.array(noise_k.astype(np.int32)), pa.array([m for _, m in NOISE])).cast(pa.string())
     nn = pa.DictionaryArray.from_arrays(pa.array(noise_node.astype(np.int32)), pa.array(nodes)).cast(pa.string())
     ts = pa.timestamp("ns", tz="UTC")
-    syslog = pa.table({
-        "time": pa.concat_arrays([pa.array(ev_t, pa.int64()), pa.array(noise_t, pa.int64())]).cast(ts),
-        "node": pa.concat_arrays([pa.array(ev_node, pa.string()), nn]),
-        "app": pa.concat_arrays([pa.array(ev_app, pa.string()), apps]),
-        "message": pa.concat_arrays([pa.array(ev_msg, pa.string()), msgs]),
-    })
+    syslog = pa.table(
+        {
+            "time": pa.concat_arrays([pa.array(ev_t, pa.int64()), pa.array(noise_t, pa.int64())]).cast(ts),
+            "node": pa.concat_arrays([pa.array(ev_node, pa.string()), nn]),
+            "app": pa.concat_arrays([pa.array(ev_app, pa.string()), apps]),
+            "message": pa.concat_arrays([pa.array(ev_msg, pa.string()), msgs]),
+        }
+    )
     # shuffle (staged partitions are not in time order across files)
     syslog = syslog.take(pa.array(rng.permutation(syslog.num_rows)))
     # jobs: contiguous node ranges, geometric sizes, lognormal durations
@@ -112,16 +119,18 @@ def generate(n_nodes: int, days: int, seed: int, lines_target: int, jobs_target:
     flat_idx = np.repeat(first, size) + (np.arange(offsets[-1]) - np.repeat(offsets[:-1], size))
     names = pa.array(np.array(nodes, object)[flat_idx], pa.string())
     node_list = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), names)
-    jobs = pa.table({
-        "job_id": pa.array([str(i) for i in range(jobs_target)]),
-        "step": pa.nulls(jobs_target, pa.string()),
-        "start_time": pa.array(start, pa.int64()).cast(ts),
-        "end_time": pa.array(np.where(end_null, 0, end), pa.int64(), mask=end_null).cast(ts),
-        "node_list": node_list,
-    })
+    jobs = pa.table(
+        {
+            "job_id": pa.array([str(i) for i in range(jobs_target)]),
+            "step": pa.nulls(jobs_target, pa.string()),
+            "start_time": pa.array(start, pa.int64()).cast(ts),
+            "end_time": pa.array(np.where(end_null, 0, end), pa.int64(), mask=end_null).cast(ts),
+            "node_list": node_list,
+        }
+    )
     # reservations: weekly rack maintenance (MAINT), user reservations, one unscheduled outage
     rows = []
-    racks = [nodes[i:i + 40] for i in range(0, n_nodes, 40)]
+    racks = [nodes[i : i + 40] for i in range(0, n_nodes, 40)]
     for w in range(days // 7 + 1):
         r = racks[w % len(racks)]
         s = t0 + w * 7 * DAY + 8 * 3600 * S
@@ -129,17 +138,19 @@ def generate(n_nodes: int, days: int, seed: int, lines_target: int, jobs_target:
     for u in range(20):
         s = int(rng.integers(t0, t1 - DAY))
         f = int(rng.integers(0, n_nodes - 16))
-        rows.append((f"project{u}", s, s + int(rng.integers(3600, 3 * DAY // S)) * S, nodes[f:f + 16], []))
+        rows.append((f"project{u}", s, s + int(rng.integers(3600, 3 * DAY // S)) * S, nodes[f : f + 16], []))
     s = t0 + days // 2 * DAY
     rows.append(("emergency_power", s, s + 2 * 3600 * S, racks[1] + racks[2], ["MAINT"]))
-    resv = pa.table({
-        "name": [r[0] for r in rows],
-        "start": pa.array([r[1] for r in rows], pa.int64()).cast(ts),
-        "end": pa.array([r[2] for r in rows], pa.int64()).cast(ts),
-        "node_list": pa.array([r[3] for r in rows], pa.list_(pa.string())),
-        "flags": pa.array([r[4] for r in rows], pa.list_(pa.string())),
-        "users": pa.array([["u"]] * len(rows), pa.list_(pa.string())),
-    })
+    resv = pa.table(
+        {
+            "name": [r[0] for r in rows],
+            "start": pa.array([r[1] for r in rows], pa.int64()).cast(ts),
+            "end": pa.array([r[2] for r in rows], pa.int64()).cast(ts),
+            "node_list": pa.array([r[3] for r in rows], pa.list_(pa.string())),
+            "flags": pa.array([r[4] for r in rows], pa.list_(pa.string())),
+            "users": pa.array([["u"]] * len(rows), pa.list_(pa.string())),
+        }
+    )
     return nodes, t0, t1, syslog, jobs, resv
 
 
@@ -155,8 +166,9 @@ def baseline_classify(syslog: pa.Table, nodes: list[str]) -> tuple[Events, np.nd
     last_seen = np.full(len(nodes), np.iinfo(np.int64).min, np.int64)
     out_n, out_t, out_k, out_d = [], [], [], []
     times = syslog["time"].cast(pa.int64()).to_pylist()
-    for t, node, app, msg in zip(times, syslog["node"].to_pylist(), syslog["app"].to_pylist(), syslog["message"].to_pylist(),
-                                 strict=True):
+    for t, node, app, msg in zip(
+        times, syslog["node"].to_pylist(), syslog["app"].to_pylist(), syslog["message"].to_pylist(), strict=True
+    ):
         i = index.get(node)
         if i is not None and t > last_seen[i]:
             last_seen[i] = t
@@ -200,8 +212,10 @@ def main() -> None:
     a = ap.parse_args()
     tg = time.perf_counter()
     nodes, t0, t1, syslog, jobs, resv = generate(a.nodes, a.days, a.seed, a.lines, a.jobs)
-    print(f"generated {syslog.num_rows:,} syslog lines, {jobs.num_rows:,} jobs, {resv.num_rows} reservations "
-          f"for {a.nodes} nodes x {a.days} days in {time.perf_counter() - tg:.1f} s")
+    print(
+        f"generated {syslog.num_rows:,} syslog lines, {jobs.num_rows:,} jobs, {resv.num_rows} reservations "
+        f"for {a.nodes} nodes x {a.days} days in {time.perf_counter() - tg:.1f} s"
+    )
     node_arr = pa.array(nodes)
 
     # ---- each side runs --repeat times; the best time of each step counts (same rule for both sides, so
@@ -228,9 +242,11 @@ def main() -> None:
     t_layers = best["jobs"] + best["resv"]
     t_new = best["cls"] + t_layers + best["derive"]
     t_base = best["bcls"] + best["bderive"]
-    print(f"new (best of {a.repeat}): classify {best['cls']:.2f} s, job/reservation layers {t_layers:.2f} s, "
-          f"derive {best['derive']:.2f} s, total {t_new:.2f} s; {cl.events.node.size:,} events, "
-          f"{layers.job_node.size:,} job-node intervals, {len(tl):,} state intervals")
+    print(
+        f"new (best of {a.repeat}): classify {best['cls']:.2f} s, job/reservation layers {t_layers:.2f} s, "
+        f"derive {best['derive']:.2f} s, total {t_new:.2f} s; {cl.events.node.size:,} events, "
+        f"{layers.job_node.size:,} job-node intervals, {len(tl):,} state intervals"
+    )
     print(f"baseline (best of {a.repeat}): classify {best['bcls']:.2f} s, derive {best['bderive']:.2f} s, total {t_base:.2f} s")
     node_minutes = a.nodes * a.days * 1440
     print(f"timelines identical: {len(tl):,} intervals covering {node_minutes:,} node-minutes")

@@ -59,14 +59,17 @@ def states_build(start: date, end: date, store: str | None = None, rebuild_cube:
     """SaNSA node states for ``start``..``end`` (inclusive UTC days) -> node_states, failure_events, state cube."""
     m = _derive(start, end, store, rebuild_cube)
     counts = m["notes"].get("evidence_counts", {})
-    create_table_artifact([{"count": k, "value": v} for k, v in counts.items()],
-                          key=artifact_key("states-evidence", str(start), str(end)),
-                          description=f"states_build {start}..{end}: evidence and ignored-input counts, run {m['run_id']}")
+    create_table_artifact(
+        [{"count": k, "value": v} for k, v in counts.items()],
+        key=artifact_key("states-evidence", str(start), str(end)),
+        description=f"states_build {start}..{end}: evidence and ignored-input counts, run {m['run_id']}",
+    )
     create_markdown_artifact(
         f"# states_build {start}..{end}\n\nrun `{m['run_id']}`: {m['outputs']['nodes']} nodes, "
         f"{m['counts']['node_states']['staged']} node_states rows, {m['counts']['failure_events']['staged']} failure events; "
         f"cube `{m['outputs']['cube']}`.",
-        key=artifact_key("states-build", str(start), str(end)))
+        key=artifact_key("states-build", str(start), str(end)),
+    )
     return m
 
 
@@ -100,12 +103,16 @@ def states_report(start: date, end: date, store: str | None = None, target_anoma
     for it in items:
         key = artifact_key("states", it.name)
         if len(it.table):
-            create_table_artifact(it.table.astype(object).where(it.table.notna(), None).to_dict("records"), key=key,
-                                  description=it.title)
+            create_table_artifact(
+                it.table.astype(object).where(it.table.notna(), None).to_dict("records"), key=key, description=it.title
+            )
         else:
             create_markdown_artifact(f"**{it.title}**: none found", key=key, description=it.title)
         if "png" in it.paths:
             create_link_artifact(f"file://{it.paths['png']}", link_text=f"{it.name}.png", key=f"{key}-png", description=it.title)
-    create_markdown_artifact("\n\n".join(f"## {it.title}\n\n{markdown_table(it.table.head(20))}" for it in items[:-1]),
-                             key=artifact_key("states-report"), description=f"states_report run {m['run_id']}")
+    create_markdown_artifact(
+        "\n\n".join(f"## {it.title}\n\n{markdown_table(it.table.head(20))}" for it in items[:-1]),
+        key=artifact_key("states-report"),
+        description=f"states_report run {m['run_id']}",
+    )
     return m

@@ -245,6 +245,9 @@ def correlated_failures(
         nodes, first = np.unique(node[m], return_index=True)
         if nodes.size >= min_nodes:
             gs, cnt = np.unique(g[m][first], return_counts=True)
-            out.append(CorrelatedEvent(int(start[m].min()), int(end[m].max()), nodes,
-                                       {int(a): int(b) for a, b in zip(gs, cnt, strict=True)}))
+            out.append(
+                CorrelatedEvent(
+                    int(start[m].min()), int(end[m].max()), nodes, {int(a): int(b) for a, b in zip(gs, cnt, strict=True)}
+                )
+            )
     return out

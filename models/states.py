@@ -267,8 +267,7 @@ def _boots(ev: Events, p: Params, t_end: int) -> tuple[_Intervals, dict[str, int
     o = np.lexsort((start, end, node))
     n = node.size
     out = _Intervals(node[o], start[o], end[o], np.full(n, State.BOOTING, np.int8), src[o], np.full(n, -1, np.int64))
-    return out, {"boots_systemd": int(sf_node.size), "boots_kernel_only": int(ub_node.size),
-                 "kernel_banner_lines": int(kb.sum())}
+    return out, {"boots_systemd": int(sf_node.size), "boots_kernel_only": int(ub_node.size), "kernel_banner_lines": int(kb.sum())}
 
 
 def _losses(ev: Events, boots: _Intervals, last_seen: np.ndarray, p: Params, t_end: int) -> tuple[_Intervals, dict[str, int]]:
@@ -333,16 +332,24 @@ def _losses(ev: Events, boots: _Intervals, last_seen: np.ndarray, p: Params, t_e
     src[still_open & ~assoc & ~silent] = Source.LOSS_OPEN
     tail = np.where(has_split, le - split_at, 0)
     long_tail = has_split & (tail > p.grace_s * NS_PER_S)
-    counts.update(losses=int(ls_t.size), losses_down_boot=int(assoc.sum()), losses_down_silent=int(silent.sum()),
-                  losses_open=int(still_open.sum()), losses_tail_connection_loss=int(long_tail.sum()))
+    counts.update(
+        losses=int(ls_t.size),
+        losses_down_boot=int(assoc.sum()),
+        losses_down_silent=int(silent.sum()),
+        losses_open=int(still_open.sum()),
+        losses_tail_connection_loss=int(long_tail.sum()),
+    )
     tail_start, tail_end = split_at[long_tail], le[long_tail]
     le = np.where(has_split, split_at, le)
     k = int(long_tail.sum())
     node = np.concatenate([ls_node, ls_node[long_tail]]).astype(np.int64)
     return _Intervals(
-        node, np.concatenate([ls_t, tail_start]).astype(np.int64), np.concatenate([le, tail_end]),
+        node,
+        np.concatenate([ls_t, tail_start]).astype(np.int64),
+        np.concatenate([le, tail_end]),
         np.concatenate([state, np.full(k, State.CONNECTION_LOSS, np.int8)]),
-        np.concatenate([src, np.full(k, Source.LOSS, np.int8)]), np.full(node.size, -1, np.int64),
+        np.concatenate([src, np.full(k, Source.LOSS, np.int8)]),
+        np.full(node.size, -1, np.int64),
     ), counts
 
 
@@ -351,17 +358,27 @@ def _layer_intervals(ev: Events, layers: Layers, last_seen: np.ndarray, p: Param
     boots, c1 = _boots(ev, p, t_end)
     losses, c2 = _losses(ev, boots, last_seen, p, t_end)
     jobs = _Intervals(
-        np.asarray(layers.job_node, np.int64), np.asarray(layers.job_start, np.int64), np.asarray(layers.job_end, np.int64),
-        np.full(len(layers.job_node), State.JOB_RUNNING, np.int8), np.full(len(layers.job_node), Source.JOB, np.int8),
+        np.asarray(layers.job_node, np.int64),
+        np.asarray(layers.job_start, np.int64),
+        np.asarray(layers.job_end, np.int64),
+        np.full(len(layers.job_node), State.JOB_RUNNING, np.int8),
+        np.full(len(layers.job_node), Source.JOB, np.int8),
         np.asarray(layers.job_ref, np.int64),
     )
     resv = _Intervals(
-        np.asarray(layers.resv_node, np.int64), np.asarray(layers.resv_start, np.int64), np.asarray(layers.resv_end, np.int64),
-        np.asarray(layers.resv_state, np.int8), np.full(len(layers.resv_node), Source.RESERVATION, np.int8),
+        np.asarray(layers.resv_node, np.int64),
+        np.asarray(layers.resv_start, np.int64),
+        np.asarray(layers.resv_end, np.int64),
+        np.asarray(layers.resv_state, np.int8),
+        np.full(len(layers.resv_node), Source.RESERVATION, np.int8),
         np.asarray(layers.resv_ref, np.int64),
     )
-    cat = _Intervals(*(np.concatenate([getattr(x, f) for x in (losses, boots, jobs, resv)])
-                       for f in ("node", "start", "end", "state", "source", "ref")))
+    cat = _Intervals(
+        *(
+            np.concatenate([getattr(x, f) for x in (losses, boots, jobs, resv)])
+            for f in ("node", "start", "end", "state", "source", "ref")
+        )
+    )
     return cat, {**c1, **c2}
 
 
@@ -429,7 +446,7 @@ def derive_states(
         P = int(rank_sorted[-1]) + 1
         pnode, ptime = spn[new], spt[new]
     off = 2 * n_nodes
-    r_start, r_end = rank[off:off + n], rank[off + n:]
+    r_start, r_end = rank[off : off + n], rank[off + n :]
     # priority resolution: max over layers (later layers overwrite)
     state = np.full(P, State.IDLE, np.int8)
     source = np.full(P, Source.GAP, np.int8)
@@ -490,8 +507,9 @@ def derive_states_reference(
     p = params or Params()
     big = np.iinfo(np.int64).max
     ev_by_node: dict[int, list[tuple[int, int, int]]] = {}
-    for nd, t, k, d in zip(events.node.tolist(), events.time.tolist(), events.kind.tolist(), events.duration.tolist(),
-                           strict=True):
+    for nd, t, k, d in zip(
+        events.node.tolist(), events.time.tolist(), events.kind.tolist(), events.duration.tolist(), strict=True
+    ):
         ev_by_node.setdefault(nd, []).append((t, k, d))
     iv_by_node: dict[int, list[tuple[int, int, int, int, int]]] = {n: [] for n in range(n_nodes)}
     for n, evs in ev_by_node.items():
@@ -558,11 +576,18 @@ def derive_states_reference(
             iv_by_node[n].append((ls, le, int(State.DOWN if down else State.CONNECTION_LOSS), src, -1))
         for b in boots:
             iv_by_node[n].append((b[0], b[1], int(State.BOOTING), b[2], -1))
-    for nd, s, e, r in zip(layers.job_node.tolist(), layers.job_start.tolist(), layers.job_end.tolist(),
-                           layers.job_ref.tolist(), strict=True):
+    for nd, s, e, r in zip(
+        layers.job_node.tolist(), layers.job_start.tolist(), layers.job_end.tolist(), layers.job_ref.tolist(), strict=True
+    ):
         iv_by_node[nd].append((s, e, int(State.JOB_RUNNING), int(Source.JOB), r))
-    for nd, s, e, st, r in zip(layers.resv_node.tolist(), layers.resv_start.tolist(), layers.resv_end.tolist(),
-                               layers.resv_state.tolist(), layers.resv_ref.tolist(), strict=True):
+    for nd, s, e, st, r in zip(
+        layers.resv_node.tolist(),
+        layers.resv_start.tolist(),
+        layers.resv_end.tolist(),
+        layers.resv_state.tolist(),
+        layers.resv_ref.tolist(),
+        strict=True,
+    ):
         iv_by_node[nd].append((s, e, int(st), int(Source.RESERVATION), r))
     prio = {int(s): i for i, s in enumerate(PRIORITY)}
     out: list[tuple[int, int, int, int, int, int]] = []

@@ -67,8 +67,14 @@ def load_states(store, start: date, end: date) -> tuple[pd.DataFrame, pd.DataFra
     if fe is not None:
         fe_df = _int_times(fe).to_pandas()
     else:
-        fe_df = pd.DataFrame({"node": pd.Series([], dtype=str), "start": pd.Series([], dtype=np.int64),
-                              "end": pd.Series([], dtype=np.int64), "cause": pd.Series([], dtype=str)})
+        fe_df = pd.DataFrame(
+            {
+                "node": pd.Series([], dtype=str),
+                "start": pd.Series([], dtype=np.int64),
+                "end": pd.Series([], dtype=np.int64),
+                "cause": pd.Series([], dtype=str),
+            }
+        )
     return ns_df, fe_df, racks
 
 
@@ -81,8 +87,12 @@ def _int_times(t: pa.Table) -> pa.Table:
 
 def _arrays(df: pd.DataFrame, nodes: list[str]) -> tuple[np.ndarray, ...]:
     idx = pd.Index(nodes).get_indexer(df["node"])
-    return (idx.astype(np.int64), df["start"].to_numpy(np.int64), df["end"].to_numpy(np.int64),
-            df["state_code"].to_numpy().astype(np.int64))
+    return (
+        idx.astype(np.int64),
+        df["start"].to_numpy(np.int64),
+        df["end"].to_numpy(np.int64),
+        df["state_code"].to_numpy().astype(np.int64),
+    )
 
 
 def markdown_table(df: pd.DataFrame) -> str:
@@ -96,9 +106,16 @@ def markdown_table(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def build_report(ns: pd.DataFrame, fe: pd.DataFrame, racks: dict[str, str], target_anomalies: int = 5,
-                 underuse_threshold: float = 0.6, underuse_min_days: int = 3, corr_window_s: int = 300,
-                 corr_min_nodes: int = 3) -> list[ReportItem]:
+def build_report(
+    ns: pd.DataFrame,
+    fe: pd.DataFrame,
+    racks: dict[str, str],
+    target_anomalies: int = 5,
+    underuse_threshold: float = 0.6,
+    underuse_min_days: int = 3,
+    corr_window_s: int = 300,
+    corr_min_nodes: int = 3,
+) -> list[ReportItem]:
     """All SaNSA analytics over one window (Sec. III): one :class:`ReportItem` per analysis."""
     nodes = sorted(ns["node"].unique())
     n = len(nodes)
@@ -112,8 +129,9 @@ def build_report(ns: pd.DataFrame, fe: pd.DataFrame, racks: dict[str, str], targ
     # Table II: system percentages with and without the ADMIN_RESV overlay
     sys_on = sa.percent_time(t_on, np.zeros(n, int), 1)[0]
     sys_off = sa.percent_time(t_off, np.zeros(n, int), 1)[0]
-    t2 = pd.DataFrame({"state": STATE_NAMES, "pct_time_without_overlay": sys_off.round(3),
-                       "pct_time_with_overlay": sys_on.round(3)})
+    t2 = pd.DataFrame(
+        {"state": STATE_NAMES, "pct_time_without_overlay": sys_off.round(3), "pct_time_with_overlay": sys_on.round(3)}
+    )
     fig, ax = _fig()
     x = np.arange(len(STATE_NAMES))
     ax.bar(x - 0.2, sys_off, 0.4, label="w/o overlay")
@@ -152,8 +170,15 @@ def build_report(ns: pd.DataFrame, fe: pd.DataFrame, racks: dict[str, str], targ
         for i in range(8):
             for j in range(8):
                 if c[i, j] > 0:
-                    rows.append({"overlay": label, "from": STATE_NAMES[i], "to": STATE_NAMES[j], "count": int(c[i, j]),
-                                 "probability": round(float(p[i, j]), 4)})
+                    rows.append(
+                        {
+                            "overlay": label,
+                            "from": STATE_NAMES[i],
+                            "to": STATE_NAMES[j],
+                            "count": int(c[i, j]),
+                            "probability": round(float(p[i, j]), 4),
+                        }
+                    )
     t_tr = pd.DataFrame(rows, columns=["overlay", "from", "to", "count", "probability"])
     import matplotlib.pyplot as plt
 
@@ -170,8 +195,12 @@ def build_report(ns: pd.DataFrame, fe: pd.DataFrame, racks: dict[str, str], targ
     # Table III: time between DOWN and CONNECTION_LOSS starts (overlaid timeline)
     down = sa.time_between(sa.state_starts(*on, code=STATE_NAMES.index("DOWN") + 1))
     loss = sa.time_between(sa.state_starts(*on, code=STATE_NAMES.index("CONNECTION_LOSS") + 1))
-    t3 = pd.DataFrame([{"state": name, "events": b.n_events, "mean_h": round(b.mean_h, 3), "median_h": round(b.median_h, 3)}
-                       for name, b in (("DOWN", down), ("CONNECTION_LOSS", loss))])
+    t3 = pd.DataFrame(
+        [
+            {"state": name, "events": b.n_events, "mean_h": round(b.mean_h, 3), "median_h": round(b.median_h, 3)}
+            for name, b in (("DOWN", down), ("CONNECTION_LOSS", loss))
+        ]
+    )
     fig, ax = _fig(6, 4.5)
     data = [down.gaps_h if down.gaps_h.size else np.array([np.nan]), loss.gaps_h if loss.gaps_h.size else np.array([np.nan])]
     ax.boxplot(data, tick_labels=["DOWN", "CONNECTION_LOSS"], showmeans=True)
@@ -187,9 +216,17 @@ def build_report(ns: pd.DataFrame, fe: pd.DataFrame, racks: dict[str, str], targ
         with np.errstate(invalid="ignore", divide="ignore"):
             z = np.where(sd > 0, (pn[i] - mu) / sd, 0.0)
         j = int(np.nanargmax(np.abs(z)))
-        arows.append({"node": nodes[i], "rack": racks.get(nodes[i]), "log10_p": round(float(an.log10_p[i]), 2),
-                      "log10_epsilon": an.log10_eps, "most_unusual_state": STATE_NAMES[j],
-                      "pct_in_state": round(float(pn[i, j]), 3), "z": round(float(z[j]), 2)})
+        arows.append(
+            {
+                "node": nodes[i],
+                "rack": racks.get(nodes[i]),
+                "log10_p": round(float(an.log10_p[i]), 2),
+                "log10_epsilon": an.log10_eps,
+                "most_unusual_state": STATE_NAMES[j],
+                "pct_in_state": round(float(pn[i, j]), 3),
+                "z": round(float(z[j]), 2),
+            }
+        )
     t_an = pd.DataFrame(arows, columns=["node", "rack", "log10_p", "log10_epsilon", "most_unusual_state", "pct_in_state", "z"])
     fig, ax = _fig(10, 4.5)
     ax.boxplot([pn[:, j] for j in range(8)], tick_labels=STATE_NAMES)
@@ -207,14 +244,28 @@ def build_report(ns: pd.DataFrame, fe: pd.DataFrame, racks: dict[str, str], targ
     n_days = max(1, int(-(-(int(on[2].max()) - t0) // DAY_NS)))
     day = (on[1] - t0) // DAY_NS
     job = on[3] == STATE_NAMES.index("JOB_RUNNING") + 1
-    frac = np.bincount(on[0][job] * n_days + day[job], weights=(on[2] - on[1])[job].astype(float),
-                       minlength=n * n_days).reshape(n, n_days) / DAY_NS
+    frac = (
+        np.bincount(on[0][job] * n_days + day[job], weights=(on[2] - on[1])[job].astype(float), minlength=n * n_days).reshape(
+            n, n_days
+        )
+        / DAY_NS
+    )
     rd = sa.group_daily_fraction(frac, rack_idx, len(rack_names))
     uu = sa.underutilised_groups(rd, underuse_threshold, underuse_min_days)
     days = pd.to_datetime(t0 + np.arange(n_days) * DAY_NS, utc=True)
-    t_uu = pd.DataFrame([{"rack": rack_names[g], "first_day": days[a].date().isoformat(), "last_day": days[b].date().isoformat(),
-                          "days": b - a + 1, "mean_ratio_to_other_racks": round(r, 3)} for g, a, b, r in uu.flagged],
-                        columns=["rack", "first_day", "last_day", "days", "mean_ratio_to_other_racks"])
+    t_uu = pd.DataFrame(
+        [
+            {
+                "rack": rack_names[g],
+                "first_day": days[a].date().isoformat(),
+                "last_day": days[b].date().isoformat(),
+                "days": b - a + 1,
+                "mean_ratio_to_other_racks": round(r, 3),
+            }
+            for g, a, b, r in uu.flagged
+        ],
+        columns=["rack", "first_day", "last_day", "days", "mean_ratio_to_other_racks"],
+    )
     fig, ax = _fig()
     flagged = sorted({g for g, *_ in uu.flagged})
     for g in flagged:
@@ -237,10 +288,19 @@ def build_report(ns: pd.DataFrame, fe: pd.DataFrame, racks: dict[str, str], targ
     else:
         ev = []
     rack_size = np.bincount(rack_idx, minlength=len(rack_names))
-    t_cf = pd.DataFrame([{"start": pd.Timestamp(e.start, tz="UTC").isoformat(), "end": pd.Timestamp(e.end, tz="UTC").isoformat(),
-                          "nodes": int(e.nodes.size), "pct_of_system": round(100 * e.nodes.size / n, 2),
-                          "racks": "; ".join(f"{rack_names[g]} {c}/{rack_size[g]}" for g, c in sorted(e.groups.items()))}
-                         for e in ev], columns=["start", "end", "nodes", "pct_of_system", "racks"])
+    t_cf = pd.DataFrame(
+        [
+            {
+                "start": pd.Timestamp(e.start, tz="UTC").isoformat(),
+                "end": pd.Timestamp(e.end, tz="UTC").isoformat(),
+                "nodes": int(e.nodes.size),
+                "pct_of_system": round(100 * e.nodes.size / n, 2),
+                "racks": "; ".join(f"{rack_names[g]} {c}/{rack_size[g]}" for g, c in sorted(e.groups.items())),
+            }
+            for e in ev
+        ],
+        columns=["start", "end", "nodes", "pct_of_system", "racks"],
+    )
     fig, ax = _fig()
     if len(fe):
         fr = pd.Index(rack_names).get_indexer([racks.get(x, "unknown") for x in fe["node"]])

@@ -126,8 +126,10 @@ def classify_syslog(table: pa.Table | None, nodes: pa.Array) -> Classified:
     resp = pc.match_substring_regex(ctld_msg, _CTLD_RE).to_numpy(zero_copy_only=False)
     resp_msg = ctld_msg.filter(pa.array(resp))
     resp_rows = ctld_rows[resp]
-    for kind, needle, rex in ((Event.NOT_RESPONDING, "not responding", _NOT_RESP_RE),
-                              (Event.NOW_RESPONDING, "now responding", _NOW_RESP_RE)):
+    for kind, needle, rex in (
+        (Event.NOT_RESPONDING, "not responding", _NOT_RESP_RE),
+        (Event.NOW_RESPONDING, "now responding", _NOW_RESP_RE),
+    ):
         hit = pc.match_substring(resp_msg, needle).to_numpy(zero_copy_only=False)
         if not hit.any():
             continue
@@ -169,8 +171,14 @@ def classify_syslog(table: pa.Table | None, nodes: pa.Array) -> Classified:
         ni = ni_all[rows]
         counts["events_unknown_node"] += int((ni < 0).sum())
         good = ni >= 0
-        parts.append((ni[good], t_all[rows][good], np.full(int(good.sum()), Event.KERNEL_BOOT, np.int8),
-                      np.zeros(int(good.sum()), np.int64)))
+        parts.append(
+            (
+                ni[good],
+                t_all[rows][good],
+                np.full(int(good.sum()), Event.KERNEL_BOOT, np.int8),
+                np.zeros(int(good.sum()), np.int64),
+            )
+        )
     if not parts:
         return Classified(Events.empty(), last_seen, counts)
     ev = Events(*(np.concatenate([p[i] for p in parts]) for i in range(4)))
@@ -375,8 +383,15 @@ def failure_events_table(b: StateBuild, racks: dict[str, str] | None = None) -> 
     start_of_run = np.nonzero(run_start)[0][sel]
     start = tl.start[start_of_run]
     cause = np.where(tl.source[fd] == Source.LOSS_SILENT, "loss+silent", "loss+boot")
-    evid = np.array(["slurmctld not responding; node silent afterwards" if c == "loss+silent"
-                     else "slurmctld not responding, then boot (systemd/kernel)" for c in cause], object)
+    evid = np.array(
+        [
+            "slurmctld not responding; node silent afterwards"
+            if c == "loss+silent"
+            else "slurmctld not responding, then boot (systemd/kernel)"
+            for c in cause
+        ],
+        object,
+    )
     node_names = [b.nodes[i] for i in tl.node[fd]]
     rack = [racks.get(n) if racks else None for n in node_names]
     return pa.table(
@@ -467,14 +482,25 @@ def write_cube(store, grid: np.ndarray, nodes: list[str], t_start: int, rebuild:
     times = (np.datetime64(t_start, "ns") + np.arange(n_t) * np.timedelta64(1, "m")).astype("datetime64[ns]")
     node_chunk = max(1, min(len(nodes), (16 << 20) // CUBE_TIME_CHUNK))
     node_coord = np.array(nodes, dtype=object)  # Zarr v3 variable-length string (has a v3 spec)
-    da = xr.DataArray(grid.astype(np.int8), dims=("node", "time"), coords={"node": node_coord, "time": times},
-                      name=CUBE_VARIABLE, attrs=cube_attrs())
+    da = xr.DataArray(
+        grid.astype(np.int8),
+        dims=("node", "time"),
+        coords={"node": node_coord, "time": times},
+        name=CUBE_VARIABLE,
+        attrs=cube_attrs(),
+    )
     ds = da.to_dataset()
     # int8 codes without CF masking (readers get int8, 0 = NOT_BUILT is the Zarr fill value), zstd, day chunks
-    enc = {CUBE_VARIABLE: {"chunks": (node_chunk, CUBE_TIME_CHUNK), "_FillValue": None, "dtype": "int8",
-                           "compressors": compressors()},
-           "time": {**time_encoding(CUBE_TIME_CHUNK), "units": "minutes since 1970-01-01"},
-           "node": string_encoding(len(nodes))}
+    enc = {
+        CUBE_VARIABLE: {
+            "chunks": (node_chunk, CUBE_TIME_CHUNK),
+            "_FillValue": None,
+            "dtype": "int8",
+            "compressors": compressors(),
+        },
+        "time": {**time_encoding(CUBE_TIME_CHUNK), "units": "minutes since 1970-01-01"},
+        "node": string_encoding(len(nodes)),
+    }
     if rebuild and store.exists(*CUBE_PATH.split("/")):
         store.fs.rm(store.path(*CUBE_PATH.split("/")), recursive=True)
     if not store.exists(*CUBE_PATH.split("/")):
@@ -491,18 +517,31 @@ def write_cube(store, grid: np.ndarray, nodes: list[str], t_start: int, rebuild:
     if t_stop > t_last:
         n_new = (t_stop - t_last) // MIN_NS
         pad_times = (np.datetime64(t_last, "ns") + np.arange(n_new) * np.timedelta64(1, "m")).astype("datetime64[ns]")
-        pad = xr.DataArray(np.full((len(nodes), n_new), FILL_CODE, np.int8), dims=("node", "time"),
-                           coords={"node": node_coord, "time": pad_times}, name=CUBE_VARIABLE,
-                           attrs=cube_attrs()).to_dataset()
+        pad = xr.DataArray(
+            np.full((len(nodes), n_new), FILL_CODE, np.int8),
+            dims=("node", "time"),
+            coords={"node": node_coord, "time": pad_times},
+            name=CUBE_VARIABLE,
+            attrs=cube_attrs(),
+        ).to_dataset()
         pad.to_zarr(url, append_dim="time", zarr_format=3, consolidated=False)
     i0 = int((t_start - t0) // MIN_NS)
-    ds.drop_vars("node").to_zarr(url, region={"time": slice(i0, i0 + n_t), "node": slice(None)}, zarr_format=3,
-                                 consolidated=False)
+    ds.drop_vars("node").to_zarr(
+        url, region={"time": slice(i0, i0 + n_t), "node": slice(None)}, zarr_format=3, consolidated=False
+    )
     return url
 
 
-def build_states(store, start: date, end: date, run_id: str, lookback_days: int = 1, rebuild_cube: bool = False,  # noqa: ANN001
-                 nodes: list[str] | None = None, job_lookback_days: int = 14) -> dict[str, object]:
+def build_states(
+    store,
+    start: date,
+    end: date,
+    run_id: str,
+    lookback_days: int = 1,
+    rebuild_cube: bool = False,  # noqa: ANN001
+    nodes: list[str] | None = None,
+    job_lookback_days: int = 14,
+) -> dict[str, object]:
     """Derive states for UTC days ``[start, end)`` from staged inputs and publish all outputs.
 
     Syslog and jobs are read from ``lookback_days`` before the window (a loss or job that began
@@ -533,6 +572,12 @@ def build_states(store, start: date, end: date, run_id: str, lookback_days: int 
     rows_fail = write_staged_by_day(store, "failure_events", fe, days, run_id)
     grid = to_grid(b.timeline, len(node_set), t0, t1)
     cube = write_cube(store, grid, node_set, t0, rebuild=rebuild_cube)
-    return {"build": b, "node_states_rows": sum(rows_states.values()), "failure_events_rows": sum(rows_fail.values()),
-            "cube": cube, "racks": racks, "days": days,
-            "input_rows": {k: (v.num_rows if v is not None else 0) for k, v in tables.items()}}
+    return {
+        "build": b,
+        "node_states_rows": sum(rows_states.values()),
+        "failure_events_rows": sum(rows_fail.values()),
+        "cube": cube,
+        "racks": racks,
+        "days": days,
+        "input_rows": {k: (v.num_rows if v is not None else 0) for k, v in tables.items()},
+    }

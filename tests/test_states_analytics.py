@@ -96,6 +96,12 @@ def test_correlated_failures_racks():
     ev = sa.correlated_failures(node, start, end, rack, window_ns=60 * 10**9, min_nodes=3)
     assert len(ev) == 1 and ev[0].nodes.tolist() == [0, 1, 2, 3] and ev[0].groups == {0: 2, 1: 2}
     # events given out of time order, node ids unrelated to event positions, a node failing twice
-    ev2 = sa.correlated_failures(np.array([40, 9, 40, 17, 3]), np.array([102, 100, 101, 5000, 100]) * 10**9,
-                                 np.full(5, 10**13), np.array([1, 0, 1, 2, 0]), window_ns=60 * 10**9, min_nodes=3)
+    ev2 = sa.correlated_failures(
+        np.array([40, 9, 40, 17, 3]),
+        np.array([102, 100, 101, 5000, 100]) * 10**9,
+        np.full(5, 10**13),
+        np.array([1, 0, 1, 2, 0]),
+        window_ns=60 * 10**9,
+        min_nodes=3,
+    )
     assert len(ev2) == 1 and ev2[0].nodes.tolist() == [3, 9, 40] and ev2[0].groups == {0: 2, 1: 1}

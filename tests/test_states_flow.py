@@ -22,8 +22,21 @@ def make_cluster(store, seed: int = 3) -> None:
     """16 nodes in 4 racks, 6 days: busy jobs except rack r3 (idle days 1-4), a whole-rack r2 failure,
     a single-node failure, a connection loss, a maintenance reservation and one node stuck in loss."""
     rng = np.random.default_rng(seed)
-    _stage(store, "topology", pa.table({"node": NODES, "rack": RACKS, "row": ["1"] * 16, "chassis": ["c"] * 16,
-                                        "position": list(range(16)), "architecture": ["x86_64"] * 16}), "2026-03-01")
+    _stage(
+        store,
+        "topology",
+        pa.table(
+            {
+                "node": NODES,
+                "rack": RACKS,
+                "row": ["1"] * 16,
+                "chassis": ["c"] * 16,
+                "position": list(range(16)),
+                "architecture": ["x86_64"] * 16,
+            }
+        ),
+        "2026-03-01",
+    )
     day0 = pd.Timestamp("2026-03-01", tz="UTC")
     jobs = []
     jid = 0
@@ -42,8 +55,10 @@ def make_cluster(store, seed: int = 3) -> None:
         # whole rack r2 at the same instant, all reboot (correlated failure)
         ("2026-03-03T04:00:00Z", "ctl", "slurmctld", "error: Nodes cn[004-007] not responding, setting DOWN"),
         *[("2026-03-03T09:58:00Z", f"cn{i:03d}", "kernel", "Linux version 5.14.0-1 (mockbuild@x) #1 SMP") for i in range(4, 8)],
-        *[("2026-03-03T10:00:00Z", f"cn{i:03d}", "systemd", "Startup finished in 5s (kernel) + 1min 55s (userspace) = 2min.")
-          for i in range(4, 8)],
+        *[
+            ("2026-03-03T10:00:00Z", f"cn{i:03d}", "systemd", "Startup finished in 5s (kernel) + 1min 55s (userspace) = 2min.")
+            for i in range(4, 8)
+        ],
         *[("2026-03-03T10:00:30Z", "ctl", "slurmctld", f"Node cn{i:03d} now responding") for i in range(4, 8)],
         # single failure of cn001
         ("2026-03-02T12:00:00Z", "ctl", "slurmctld", "error: Nodes cn001 not responding, setting DOWN"),
@@ -60,9 +75,17 @@ def make_cluster(store, seed: int = 3) -> None:
     days = pc_days(tab)
     for d in sorted(set(days)):
         _stage(store, "syslog", tab.filter(pa.array([x == d for x in days])), d)
-    _stage(store, "reservations", resv_table([
-        ("maint_fw", "2026-03-05T08:00Z", "2026-03-05T12:00Z", ["cn012", "cn013"], "MAINT"),
-        ("climate", "2026-03-02T00:00Z", "2026-03-02T06:00Z", ["cn014"], "")]), "2026-03-01")
+    _stage(
+        store,
+        "reservations",
+        resv_table(
+            [
+                ("maint_fw", "2026-03-05T08:00Z", "2026-03-05T12:00Z", ["cn012", "cn013"], "MAINT"),
+                ("climate", "2026-03-02T00:00Z", "2026-03-02T06:00Z", ["cn014"], ""),
+            ]
+        ),
+        "2026-03-01",
+    )
 
 
 def pc_days(tab: pa.Table) -> list[str]:
@@ -111,22 +134,31 @@ def test_cli_build_show_report(store):
 
     make_cluster(store)
     runner = CliRunner()
-    res = runner.invoke(app, ["--store", store.url, "states", "build", "--start", "2026-03-01", "--end", "2026-03-05",
-                              "--no-prefect"])
+    res = runner.invoke(
+        app, ["--store", store.url, "states", "build", "--start", "2026-03-01", "--end", "2026-03-05", "--no-prefect"]
+    )
     assert res.exit_code == 0, res.output
     assert "16 nodes" in res.output
-    res = runner.invoke(app, ["--store", store.url, "states", "show", "--node", "cn001", "--start", "2026-03-02",
-                              "--end", "2026-03-02"], env={"COLUMNS": "200"})
+    res = runner.invoke(
+        app,
+        ["--store", store.url, "states", "show", "--node", "cn001", "--start", "2026-03-02", "--end", "2026-03-02"],
+        env={"COLUMNS": "200"},
+    )
     assert res.exit_code == 0, res.output
     assert "DOWN" in res.output and "BOOTING" in res.output and "slurmctld loss + boot" in res.output
     assert "2026-03-02 12:00:00" in res.output and "2026-03-02 12:55:00" in res.output
-    res = runner.invoke(app, ["--store", store.url, "states", "report", "--start", "2026-03-01", "--end", "2026-03-05",
-                              "--no-prefect"], env={"COLUMNS": "200"})
+    res = runner.invoke(
+        app,
+        ["--store", store.url, "states", "report", "--start", "2026-03-01", "--end", "2026-03-05", "--no-prefect"],
+        env={"COLUMNS": "200"},
+    )
     assert res.exit_code == 0, res.output
     assert "correlated_failures" in res.output and "report:" in res.output
-    res = runner.invoke(app, ["--store", store.url, "states", "show", "--node", "nosuch", "--start", "2026-03-02",
-                              "--end", "2026-03-02"])
+    res = runner.invoke(
+        app, ["--store", store.url, "states", "show", "--node", "nosuch", "--start", "2026-03-02", "--end", "2026-03-02"]
+    )
     assert isinstance(res.exception, UserError) and "no states" in str(res.exception)
-    res = runner.invoke(app, ["--store", store.url, "states", "show", "--node", "../../etc", "--start", "2026-03-02",
-                              "--end", "2026-03-02"])
+    res = runner.invoke(
+        app, ["--store", store.url, "states", "show", "--node", "../../etc", "--start", "2026-03-02", "--end", "2026-03-02"]
+    )
     assert res.exit_code != 0 and "invalid node name" in str(res.exception)

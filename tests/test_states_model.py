@@ -52,8 +52,14 @@ def test_worked_example_fig2():
     nr = pd.Timestamp("2018-06-09T03:29:14Z").value
     now = pd.Timestamp("2018-06-13T10:07:09Z").value
     boot = (11 * 60 + 17.957) * S
-    ev = _ev([(0, nr, Event.NOT_RESPONDING, 0), (1, nr, Event.NOT_RESPONDING, 0),
-              (0, now, Event.NOW_RESPONDING, 0), (0, now, Event.STARTUP_FINISHED, int(boot))])
+    ev = _ev(
+        [
+            (0, nr, Event.NOT_RESPONDING, 0),
+            (1, nr, Event.NOT_RESPONDING, 0),
+            (0, now, Event.NOW_RESPONDING, 0),
+            (0, now, Event.STARTUP_FINISHED, int(boot)),
+        ]
+    )
     last_seen = np.array([now, pd.Timestamp("2018-06-10T12:00Z").value])
     tl = _both(ev, Layers.empty(), 2, t0, t1, last_seen=last_seen)
     b0 = pd.Timestamp("2018-06-13T09:55:51.043Z").value
@@ -69,11 +75,14 @@ def test_worked_example_fixture_file():
     from tasks.states import derive_from_tables, timeline_table
 
     raw = pd.read_csv(FIXTURES / "states" / "worked_example_syslog.csv")
-    syslog = pa.table({
-        "time": pa.array(pd.to_datetime(raw["time"], utc=True).astype("datetime64[ns, UTC]")),
-        "node": pa.array(raw["node"], pa.string()), "app": pa.array(raw["app"], pa.string()),
-        "message": pa.array(raw["message"], pa.string()),
-    })
+    syslog = pa.table(
+        {
+            "time": pa.array(pd.to_datetime(raw["time"], utc=True).astype("datetime64[ns, UTC]")),
+            "node": pa.array(raw["node"], pa.string()),
+            "app": pa.array(raw["app"], pa.string()),
+            "message": pa.array(raw["message"], pa.string()),
+        }
+    )
     t0, t1 = pd.Timestamp("2018-06-09", tz="UTC").value, pd.Timestamp("2018-06-14", tz="UTC").value
     b = derive_from_tables(syslog, None, None, ["gr0084", "gr0097"], t0, t1)
     got = timeline_table(b).to_pandas()
@@ -87,31 +96,52 @@ def test_worked_example_fixture_file():
             rows.append([r.node, r.start, r.end, r.state, r.evidence])
     assert len(rows) == len(exp)
     for g, e in zip(rows, exp.itertuples(), strict=True):
-        assert (g[0], g[1], g[2], g[3], g[4]) == (
-            e.node, pd.Timestamp(e.start), pd.Timestamp(e.end), e.state, e.evidence)
+        assert (g[0], g[1], g[2], g[3], g[4]) == (e.node, pd.Timestamp(e.start), pd.Timestamp(e.end), e.state, e.evidence)
 
 
 def test_priorities_and_overlay():
     """Sec. II-C: ADMIN_RESV/UNSCHEDULED_RESV overlay everything; a job beats RESERVED_IDLE; overlay=False drops them."""
     lay = Layers(
-        job_node=np.array([0]), job_start=np.array([2 * H]), job_end=np.array([6 * H]), job_ref=np.array([7]),
-        resv_node=np.array([0, 0, 0]), resv_start=np.array([0, 4 * H, 10 * H]), resv_end=np.array([3 * H, 8 * H, 11 * H]),
-        resv_state=np.array([State.RESERVED_IDLE, State.ADMIN_RESV, State.UNSCHEDULED_RESV]), resv_ref=np.array([0, 1, 2]),
+        job_node=np.array([0]),
+        job_start=np.array([2 * H]),
+        job_end=np.array([6 * H]),
+        job_ref=np.array([7]),
+        resv_node=np.array([0, 0, 0]),
+        resv_start=np.array([0, 4 * H, 10 * H]),
+        resv_end=np.array([3 * H, 8 * H, 11 * H]),
+        resv_state=np.array([State.RESERVED_IDLE, State.ADMIN_RESV, State.UNSCHEDULED_RESV]),
+        resv_ref=np.array([0, 1, 2]),
     )
     ev = _ev([(0, 5 * H, Event.NOT_RESPONDING, 0), (0, 9 * H, Event.NOW_RESPONDING, 0)])
     tl = _both(ev, lay, 1, 0, 12 * H)
-    assert _pairs(tl) == [(0, 2 * H, "RESERVED_IDLE"), (2 * H, 4 * H, "JOB_RUNNING"), (4 * H, 8 * H, "ADMIN_RESV"),
-                          (8 * H, 9 * H, "CONNECTION_LOSS"), (9 * H, 10 * H, "IDLE"), (10 * H, 11 * H, "UNSCHEDULED_RESV"),
-                          (11 * H, 12 * H, "IDLE")]
+    assert _pairs(tl) == [
+        (0, 2 * H, "RESERVED_IDLE"),
+        (2 * H, 4 * H, "JOB_RUNNING"),
+        (4 * H, 8 * H, "ADMIN_RESV"),
+        (8 * H, 9 * H, "CONNECTION_LOSS"),
+        (9 * H, 10 * H, "IDLE"),
+        (10 * H, 11 * H, "UNSCHEDULED_RESV"),
+        (11 * H, 12 * H, "IDLE"),
+    ]
     assert tl.ref[1] == 7 and tl.source[1] == Source.JOB
     tl0 = _both(ev, lay, 1, 0, 12 * H, overlay=False)
-    assert _pairs(tl0) == [(0, 2 * H, "RESERVED_IDLE"), (2 * H, 5 * H, "JOB_RUNNING"), (5 * H, 9 * H, "CONNECTION_LOSS"),
-                           (9 * H, 12 * H, "IDLE")]
+    assert _pairs(tl0) == [
+        (0, 2 * H, "RESERVED_IDLE"),
+        (2 * H, 5 * H, "JOB_RUNNING"),
+        (5 * H, 9 * H, "CONNECTION_LOSS"),
+        (9 * H, 12 * H, "IDLE"),
+    ]
 
 
 def test_out_of_order_and_duplicate_events():
-    rows = [(0, 5 * H, Event.NOW_RESPONDING, 0), (0, 1 * H, Event.NOT_RESPONDING, 0), (0, 2 * H, Event.NOT_RESPONDING, 0),
-            (0, 1 * H, Event.NOT_RESPONDING, 0), (0, 5 * H, Event.NOW_RESPONDING, 0), (0, 7 * H, Event.NOW_RESPONDING, 0)]
+    rows = [
+        (0, 5 * H, Event.NOW_RESPONDING, 0),
+        (0, 1 * H, Event.NOT_RESPONDING, 0),
+        (0, 2 * H, Event.NOT_RESPONDING, 0),
+        (0, 1 * H, Event.NOT_RESPONDING, 0),
+        (0, 5 * H, Event.NOW_RESPONDING, 0),
+        (0, 7 * H, Event.NOW_RESPONDING, 0),
+    ]
     tl = _both(_ev(rows), Layers.empty(), 1, 0, 10 * H)
     tl_sorted = _both(_ev(sorted(rows, key=lambda r: r[1])), Layers.empty(), 1, 0, 10 * H)
     assert tl.equals(tl_sorted)
@@ -122,24 +152,40 @@ def test_out_of_order_and_duplicate_events():
 
 def test_node_that_never_boots_back():
     """Open loss: DOWN if the node is silent afterwards, CONNECTION_LOSS if it keeps logging; a late boot closes it."""
-    ev = _ev([(0, 2 * H, Event.NOT_RESPONDING, 0), (1, 2 * H, Event.NOT_RESPONDING, 0),
-              (2, 2 * H, Event.NOT_RESPONDING, 0), (2, 6 * H, Event.STARTUP_FINISHED, 600 * S)])
+    ev = _ev(
+        [
+            (0, 2 * H, Event.NOT_RESPONDING, 0),
+            (1, 2 * H, Event.NOT_RESPONDING, 0),
+            (2, 2 * H, Event.NOT_RESPONDING, 0),
+            (2, 6 * H, Event.STARTUP_FINISHED, 600 * S),
+        ]
+    )
     last_seen = np.array([H, 3 * H, 6 * H])
     tl = _both(ev, Layers.empty(), 3, 0, 10 * H, last_seen=last_seen)
     assert _pairs(tl, 0) == [(0, 2 * H, "IDLE"), (2 * H, 10 * H, "DOWN")]
     assert tl.source[tl.node == 0][1] == Source.LOSS_SILENT
     assert _pairs(tl, 1) == [(0, 2 * H, "IDLE"), (2 * H, 10 * H, "CONNECTION_LOSS")]
-    assert _pairs(tl, 2) == [(0, 2 * H, "IDLE"), (2 * H, 6 * H - 600 * S, "DOWN"), (6 * H - 600 * S, 6 * H, "BOOTING"),
-                             (6 * H, 10 * H, "IDLE")]
+    assert _pairs(tl, 2) == [
+        (0, 2 * H, "IDLE"),
+        (2 * H, 6 * H - 600 * S, "DOWN"),
+        (6 * H - 600 * S, 6 * H, "BOOTING"),
+        (6 * H, 10 * H, "IDLE"),
+    ]
     assert tl.counts["losses_open"] == 2 and tl.counts["losses_down_silent"] == 1
 
 
 def test_boot_before_slurm_notices_and_kernel_only_boot():
     """A reboot finishing shortly before 'not responding' still makes the loss DOWN; a banner alone is BOOTING."""
-    ev = _ev([(0, 2 * H, Event.STARTUP_FINISHED, 300 * S), (0, 2 * H + 240 * S, Event.NOT_RESPONDING, 0),
-              (0, 2 * H + 400 * S, Event.NOW_RESPONDING, 0),
-              (1, 4 * H, Event.KERNEL_BOOT, 0), (1, 4 * H + 5 * S, Event.KERNEL_BOOT, 0),
-              (1, 4 * H + 900 * S, Event.NOW_RESPONDING, 0)])
+    ev = _ev(
+        [
+            (0, 2 * H, Event.STARTUP_FINISHED, 300 * S),
+            (0, 2 * H + 240 * S, Event.NOT_RESPONDING, 0),
+            (0, 2 * H + 400 * S, Event.NOW_RESPONDING, 0),
+            (1, 4 * H, Event.KERNEL_BOOT, 0),
+            (1, 4 * H + 5 * S, Event.KERNEL_BOOT, 0),
+            (1, 4 * H + 900 * S, Event.NOW_RESPONDING, 0),
+        ]
+    )
     tl = _both(ev, Layers.empty(), 2, 0, 10 * H)
     assert [p[2] for p in _pairs(tl, 0)] == ["IDLE", "BOOTING", "IDLE", "DOWN", "IDLE"]
     assert _pairs(tl, 1)[1] == (4 * H, 4 * H + 900 * S, "BOOTING")
@@ -147,9 +193,15 @@ def test_boot_before_slurm_notices_and_kernel_only_boot():
 
 
 def test_overlapping_reservations_counted():
-    lay = Layers(np.zeros(0, np.int64), *(np.zeros(0, np.int64),) * 3, resv_node=np.array([0, 0]),
-                 resv_start=np.array([H, 2 * H]), resv_end=np.array([4 * H, 3 * H]),
-                 resv_state=np.array([State.ADMIN_RESV, State.ADMIN_RESV]), resv_ref=np.array([0, 1]))
+    lay = Layers(
+        np.zeros(0, np.int64),
+        *(np.zeros(0, np.int64),) * 3,
+        resv_node=np.array([0, 0]),
+        resv_start=np.array([H, 2 * H]),
+        resv_end=np.array([4 * H, 3 * H]),
+        resv_state=np.array([State.ADMIN_RESV, State.ADMIN_RESV]),
+        resv_ref=np.array([0, 1]),
+    )
     tl = _both(Events.empty(), lay, 1, 0, 5 * H)
     assert _pairs(tl) == [(0, H, "IDLE"), (H, 4 * H, "ADMIN_RESV"), (4 * H, 5 * H, "IDLE")]
     assert tl.counts["overlapping_intervals"] == 1
@@ -158,13 +210,25 @@ def test_overlapping_reservations_counted():
 def _random_case(seed: int, n_nodes: int = 6):
     r = np.random.default_rng(seed)
     n_ev, n_jobs, n_resv = 80, 40, 5
-    ev = Events(r.integers(0, n_nodes, n_ev), r.integers(-H, DAY + H, n_ev) // (60 * S) * 60 * S,
-                r.integers(1, 5, n_ev).astype(np.int8), r.integers(60, 1200, n_ev) * S)
+    ev = Events(
+        r.integers(0, n_nodes, n_ev),
+        r.integers(-H, DAY + H, n_ev) // (60 * S) * 60 * S,
+        r.integers(1, 5, n_ev).astype(np.int8),
+        r.integers(60, 1200, n_ev) * S,
+    )
     js = r.integers(-H, DAY, n_jobs)
     rs = r.integers(0, DAY, n_resv)
-    lay = Layers(r.integers(0, n_nodes, n_jobs), js, js + r.integers(60, 20000, n_jobs) * S, r.integers(0, 50, n_jobs),
-                 r.integers(0, n_nodes, n_resv), rs, rs + r.integers(600, 40000, n_resv) * S,
-                 r.choice([6, 7, 8], n_resv), np.arange(n_resv))
+    lay = Layers(
+        r.integers(0, n_nodes, n_jobs),
+        js,
+        js + r.integers(60, 20000, n_jobs) * S,
+        r.integers(0, 50, n_jobs),
+        r.integers(0, n_nodes, n_resv),
+        rs,
+        rs + r.integers(600, 40000, n_resv) * S,
+        r.choice([6, 7, 8], n_resv),
+        np.arange(n_resv),
+    )
     return ev, lay, n_nodes, 0, DAY, r.integers(0, DAY, n_nodes)
 
 
@@ -191,13 +255,28 @@ def test_to_grid_samples_minute_starts():
 
 def test_down_ends_with_boot_and_long_wait_is_connection_loss():
     """After the boot, waiting for 'now responding' beyond the grace is CONNECTION_LOSS; a short wait is dropped."""
-    ev = _ev([(0, 1 * H, Event.NOT_RESPONDING, 0), (0, 3 * H, Event.STARTUP_FINISHED, 600 * S),
-              (0, 5 * H, Event.NOW_RESPONDING, 0),
-              (1, 1 * H, Event.NOT_RESPONDING, 0), (1, 3 * H, Event.STARTUP_FINISHED, 600 * S),
-              (1, 3 * H + 30 * S, Event.NOW_RESPONDING, 0)])
+    ev = _ev(
+        [
+            (0, 1 * H, Event.NOT_RESPONDING, 0),
+            (0, 3 * H, Event.STARTUP_FINISHED, 600 * S),
+            (0, 5 * H, Event.NOW_RESPONDING, 0),
+            (1, 1 * H, Event.NOT_RESPONDING, 0),
+            (1, 3 * H, Event.STARTUP_FINISHED, 600 * S),
+            (1, 3 * H + 30 * S, Event.NOW_RESPONDING, 0),
+        ]
+    )
     tl = _both(ev, Layers.empty(), 2, 0, 6 * H)
-    assert _pairs(tl, 0) == [(0, H, "IDLE"), (H, 3 * H - 600 * S, "DOWN"), (3 * H - 600 * S, 3 * H, "BOOTING"),
-                             (3 * H, 5 * H, "CONNECTION_LOSS"), (5 * H, 6 * H, "IDLE")]
-    assert _pairs(tl, 1) == [(0, H, "IDLE"), (H, 3 * H - 600 * S, "DOWN"), (3 * H - 600 * S, 3 * H, "BOOTING"),
-                             (3 * H, 6 * H, "IDLE")]
+    assert _pairs(tl, 0) == [
+        (0, H, "IDLE"),
+        (H, 3 * H - 600 * S, "DOWN"),
+        (3 * H - 600 * S, 3 * H, "BOOTING"),
+        (3 * H, 5 * H, "CONNECTION_LOSS"),
+        (5 * H, 6 * H, "IDLE"),
+    ]
+    assert _pairs(tl, 1) == [
+        (0, H, "IDLE"),
+        (H, 3 * H - 600 * S, "DOWN"),
+        (3 * H - 600 * S, 3 * H, "BOOTING"),
+        (3 * H, 6 * H, "IDLE"),
+    ]
     assert tl.counts["losses_tail_connection_loss"] == 1

@@ -28,9 +28,21 @@ import pytest
 from models.states import State, to_grid
 from schemas.states import STATE_CODES
 
-SIM = dict(n_nodes=96, nodes_per_rack=48, racks_per_row=1, misconfig_rack=1, misconfig_start_day=0, ldms_racks=(0,),
-           syslog_rfc5424_rows=(0,), node_mtbf_days=5.0, rack_events_per_year=200.0, maint_period_days=2,
-           syslog_lines_per_node_day=100.0, workers=1, scheduler="synchronous")
+SIM = dict(
+    n_nodes=96,
+    nodes_per_rack=48,
+    racks_per_row=1,
+    misconfig_rack=1,
+    misconfig_start_day=0,
+    ldms_racks=(0,),
+    syslog_rfc5424_rows=(0,),
+    node_mtbf_days=5.0,
+    rack_events_per_year=200.0,
+    maint_period_days=2,
+    syslog_lines_per_node_day=100.0,
+    workers=1,
+    scheduler="synchronous",
+)
 EVAL_DAYS = 2
 
 
@@ -74,8 +86,12 @@ def test_states_match_simulator_ground_truth(store, tmp_path):
     cfg = SimConfig(**SIM)
     out = tmp_path / "sim"
     simulate(cfg, out, list(range(EVAL_DAYS + 1)))
-    for source, pattern in (("topology", "topology/*.csv"), ("reservations", "reservations/*/*.csv"),
-                            ("jobs", "jobs/sacct/*/*.txt"), ("syslog", "syslog/*/*.log")):
+    for source, pattern in (
+        ("topology", "topology/*.csv"),
+        ("reservations", "reservations/*/*.csv"),
+        ("jobs", "jobs/sacct/*/*.txt"),
+        ("syslog", "syslog/*/*.log"),
+    ):
         counts = _ingest(store, source, sorted(out.glob(pattern)), tmp_path)
         assert counts is not None and counts.staged > 0 and counts.quarantined == 0, (source, counts)
     res = build_states(store, cfg.start, cfg.start + timedelta(days=EVAL_DAYS), run_id="sim-check")
@@ -89,7 +105,7 @@ def test_states_match_simulator_ground_truth(store, tmp_path):
         a = -(-(pd.Timestamp(r.start).value - b.t_start) // m_ns)
         z = -(-(pd.Timestamp(r.end).value - b.t_start) // m_ns)
         if z > 0 and a < grid.shape[1]:
-            tg[idx[r.node], max(a, 0):z] = STATE_CODES[r.state]
+            tg[idx[r.node], max(a, 0) : z] = STATE_CODES[r.state]
     assert (tg > 0).all(), "ground truth does not cover the window"
     agree = float((grid == tg).mean())
     confusion = Counter(zip(tg[grid != tg].tolist(), grid[grid != tg].tolist(), strict=True)).most_common(5)

@@ -40,27 +40,38 @@ def test_reservation_classes():
 
 def test_classify_hostlist_unknown_and_garbage():
     nodes = pa.array(["cn01", "cn02", "cn03"])
-    t = syslog_table([
-        ("2026-01-01T01:00Z", "ctl", "slurmctld", "error: Nodes cn[01-02,09] not responding, setting DOWN"),
-        ("2026-01-01T01:00Z", "ctl", "slurmctld", "error: Nodes cn[01-02,09] not responding, setting DOWN"),  # duplicate
-        ("2026-01-01T02:00Z", "ctl", "slurmctld", "Node cn01 now responding"),
-        ("2026-01-01T02:00Z", "ctl", "slurmctld", "error: Nodes cn[0x-] not responding, setting DOWN"),  # bad hostlist
-        ("2026-01-01T01:50Z", "cn01", "systemd", "Startup finished in 2.5s (kernel) + 1min 3s (userspace) = 1min 5.5s."),
-        ("2026-01-01T01:50Z", "cn02", "systemd", "Startup finished in nonsense"),
-        ("2026-01-01T01:49Z", "cn03", "kernel", "Linux version 5.14.0 (mockbuild@x) #1 SMP"),
-        ("2026-01-01T03:00Z", "../../etc", "kernel", "Linux version 5.14.0"),
-        # the paper's record carries slurmctld's own timestamp; kernel lines may carry dmesg time
-        ("2026-01-01T04:00Z", "ctl", "slurmctld", "[2026-01-01T03:59:59.803] error: Nodes cn03 not responding, setting DOWN"),
-        ("2026-01-01T04:10Z", "cn03", "kernel", "[    0.000000] Command line: BOOT_IMAGE=/vmlinuz root=/dev/sda2"),
-        # near misses that must not count
-        ("2026-01-01T05:00Z", "cn03", "kernel", "nfs: server fs01 not responding, still trying"),
-        ("2026-01-01T05:00Z", "ctl", "slurmctld", "_job_complete: JobId=12 Node cn03 now responding? no"),
-        ("2026-01-01T05:00Z", "cn03", "systemd", "Started Startup finished in 5s. report"),
-    ])
+    t = syslog_table(
+        [
+            ("2026-01-01T01:00Z", "ctl", "slurmctld", "error: Nodes cn[01-02,09] not responding, setting DOWN"),
+            ("2026-01-01T01:00Z", "ctl", "slurmctld", "error: Nodes cn[01-02,09] not responding, setting DOWN"),  # duplicate
+            ("2026-01-01T02:00Z", "ctl", "slurmctld", "Node cn01 now responding"),
+            ("2026-01-01T02:00Z", "ctl", "slurmctld", "error: Nodes cn[0x-] not responding, setting DOWN"),  # bad hostlist
+            ("2026-01-01T01:50Z", "cn01", "systemd", "Startup finished in 2.5s (kernel) + 1min 3s (userspace) = 1min 5.5s."),
+            ("2026-01-01T01:50Z", "cn02", "systemd", "Startup finished in nonsense"),
+            ("2026-01-01T01:49Z", "cn03", "kernel", "Linux version 5.14.0 (mockbuild@x) #1 SMP"),
+            ("2026-01-01T03:00Z", "../../etc", "kernel", "Linux version 5.14.0"),
+            # the paper's record carries slurmctld's own timestamp; kernel lines may carry dmesg time
+            ("2026-01-01T04:00Z", "ctl", "slurmctld", "[2026-01-01T03:59:59.803] error: Nodes cn03 not responding, setting DOWN"),
+            ("2026-01-01T04:10Z", "cn03", "kernel", "[    0.000000] Command line: BOOT_IMAGE=/vmlinuz root=/dev/sda2"),
+            # near misses that must not count
+            ("2026-01-01T05:00Z", "cn03", "kernel", "nfs: server fs01 not responding, still trying"),
+            ("2026-01-01T05:00Z", "ctl", "slurmctld", "_job_complete: JobId=12 Node cn03 now responding? no"),
+            ("2026-01-01T05:00Z", "cn03", "systemd", "Started Startup finished in 5s. report"),
+        ]
+    )
     c = classify_syslog(t, nodes)
     kinds = sorted(zip(c.events.node.tolist(), c.events.kind.tolist(), c.events.duration.tolist(), strict=True))
-    assert kinds == [(0, 1, 0), (0, 1, 0), (0, 2, 0), (0, 3, 65_500_000_000), (1, 1, 0), (1, 1, 0), (2, 1, 0), (2, 4, 0),
-                     (2, 4, 0)]
+    assert kinds == [
+        (0, 1, 0),
+        (0, 1, 0),
+        (0, 2, 0),
+        (0, 3, 65_500_000_000),
+        (1, 1, 0),
+        (1, 1, 0),
+        (2, 1, 0),
+        (2, 4, 0),
+        (2, 4, 0),
+    ]
     assert c.counts["events_unknown_node"] == 3  # cn09 twice, ../../etc once
     assert c.counts["not_responding_unparsed_hostlist"] == 1
     assert c.counts["startup_finished_unparsed"] == 1
@@ -70,13 +81,15 @@ def test_classify_hostlist_unknown_and_garbage():
 
 def test_jobs_unknown_nodes_steps_and_inverted_times_counted():
     nodes = ["cn01", "cn02"]
-    jobs = jobs_table([
-        ("1", None, "2026-01-01T01:00Z", "2026-01-01T03:00Z", ["cn01", "ghost7"]),
-        ("1", "batch", "2026-01-01T01:00Z", "2026-01-01T03:00Z", ["cn01"]),
-        ("2", None, None, None, ["cn02"]),
-        ("3", None, "2026-01-01T05:00Z", "2026-01-01T04:00Z", ["cn02"]),
-        ("4", None, "2026-01-01T20:00Z", None, ["cn02"]),  # still running
-    ])
+    jobs = jobs_table(
+        [
+            ("1", None, "2026-01-01T01:00Z", "2026-01-01T03:00Z", ["cn01", "ghost7"]),
+            ("1", "batch", "2026-01-01T01:00Z", "2026-01-01T03:00Z", ["cn01"]),
+            ("2", None, None, None, ["cn02"]),
+            ("3", None, "2026-01-01T05:00Z", "2026-01-01T04:00Z", ["cn02"]),
+            ("4", None, "2026-01-01T20:00Z", None, ["cn02"]),  # still running
+        ]
+    )
     t0, t1 = pd.Timestamp("2026-01-01", tz="UTC").value, pd.Timestamp("2026-01-02", tz="UTC").value
     b = derive_from_tables(None, jobs, None, nodes, t0, t1)
     assert b.counts["job_node_entries_unknown_node"] == 1
@@ -101,20 +114,53 @@ def test_build_states_end_to_end(store):
     import xarray as xr
 
     nodes = ["cn01", "cn02", "cn03"]
-    _stage(store, "topology", pa.table({"node": nodes, "rack": ["r1", "r1", "r2"], "row": ["1"] * 3,
-                                        "chassis": ["c"] * 3, "position": [1, 2, 3], "architecture": ["x86_64"] * 3}))
-    _stage(store, "syslog", syslog_table([
-        ("2026-01-01T22:00Z", "ctl", "slurmctld", "error: Nodes cn[01-02] not responding, setting DOWN"),
-        ("2026-01-01T22:05Z", "cn02", "sshd", "still alive"),
-    ]))
-    _stage(store, "syslog", syslog_table([
-        ("2026-01-02T02:00Z", "cn01", "systemd", "Startup finished in 1min (kernel) + 9min (userspace) = 10min."),
-        ("2026-01-02T02:01Z", "ctl", "slurmctld", "Node cn01 now responding"),
-        ("2026-01-02T03:00Z", "ctl", "slurmctld", "Node cn02 now responding"),
-    ]), day="2026-01-02")
+    _stage(
+        store,
+        "topology",
+        pa.table(
+            {
+                "node": nodes,
+                "rack": ["r1", "r1", "r2"],
+                "row": ["1"] * 3,
+                "chassis": ["c"] * 3,
+                "position": [1, 2, 3],
+                "architecture": ["x86_64"] * 3,
+            }
+        ),
+    )
+    _stage(
+        store,
+        "syslog",
+        syslog_table(
+            [
+                ("2026-01-01T22:00Z", "ctl", "slurmctld", "error: Nodes cn[01-02] not responding, setting DOWN"),
+                ("2026-01-01T22:05Z", "cn02", "sshd", "still alive"),
+            ]
+        ),
+    )
+    _stage(
+        store,
+        "syslog",
+        syslog_table(
+            [
+                ("2026-01-02T02:00Z", "cn01", "systemd", "Startup finished in 1min (kernel) + 9min (userspace) = 10min."),
+                ("2026-01-02T02:01Z", "ctl", "slurmctld", "Node cn01 now responding"),
+                ("2026-01-02T03:00Z", "ctl", "slurmctld", "Node cn02 now responding"),
+            ]
+        ),
+        day="2026-01-02",
+    )
     _stage(store, "jobs", jobs_table([("77", None, "2026-01-01T10:00Z", "2026-01-02T12:00Z", ["cn03", "nodeX"])]))
-    _stage(store, "reservations", resv_table([("maint_a", "2026-01-02T20:00Z", "2026-01-03T02:00Z", ["cn01"], "MAINT"),
-                                              ("maint_b", "2026-01-02T21:00Z", "2026-01-02T22:00Z", ["cn01"], "MAINT")]))
+    _stage(
+        store,
+        "reservations",
+        resv_table(
+            [
+                ("maint_a", "2026-01-02T20:00Z", "2026-01-03T02:00Z", ["cn01"], "MAINT"),
+                ("maint_b", "2026-01-02T21:00Z", "2026-01-02T22:00Z", ["cn01"], "MAINT"),
+            ]
+        ),
+    )
     out = build_states(store, date(2026, 1, 1), date(2026, 1, 3), run_id="r1")
     b = out["build"]
     assert b.counts["job_node_entries_unknown_node"] == 1

@@ -9,10 +9,26 @@ import typer
 
 states_app = typer.Typer(help="SaNSA node states: derive, show a node's timeline, analytics report.", no_args_is_help=True)
 
-_COLORS = {"DOWN": "red", "CONNECTION_LOSS": "magenta", "BOOTING": "yellow", "IDLE": "white", "JOB_RUNNING": "green",
-           "ADMIN_RESV": "blue", "RESERVED_IDLE": "cyan", "UNSCHEDULED_RESV": "bright_red"}
-_CHARS = {"DOWN": "D", "CONNECTION_LOSS": "C", "BOOTING": "B", "IDLE": ".", "JOB_RUNNING": "J", "ADMIN_RESV": "A",
-          "RESERVED_IDLE": "r", "UNSCHEDULED_RESV": "U"}
+_COLORS = {
+    "DOWN": "red",
+    "CONNECTION_LOSS": "magenta",
+    "BOOTING": "yellow",
+    "IDLE": "white",
+    "JOB_RUNNING": "green",
+    "ADMIN_RESV": "blue",
+    "RESERVED_IDLE": "cyan",
+    "UNSCHEDULED_RESV": "bright_red",
+}
+_CHARS = {
+    "DOWN": "D",
+    "CONNECTION_LOSS": "C",
+    "BOOTING": "B",
+    "IDLE": ".",
+    "JOB_RUNNING": "J",
+    "ADMIN_RESV": "A",
+    "RESERVED_IDLE": "r",
+    "UNSCHEDULED_RESV": "U",
+}
 
 
 def _day(s: str) -> date:
@@ -54,9 +70,11 @@ def build(
         from flows.states import states_build
 
         m = _wrap(lambda: states_build(s, e, store, rebuild_cube))
-    console.print(f"run {m['run_id']} {m['status']}: {m['outputs']['nodes']} nodes, "
-                  f"{m['counts']['node_states']['staged']:,} node_states rows, "
-                  f"{m['counts']['failure_events']['staged']:,} failure events, cube {m['outputs']['cube']}")
+    console.print(
+        f"run {m['run_id']} {m['status']}: {m['outputs']['nodes']} nodes, "
+        f"{m['counts']['node_states']['staged']:,} node_states rows, "
+        f"{m['counts']['failure_events']['staged']:,} failure events, cube {m['outputs']['cube']}"
+    )
     for k, v in m["notes"].get("evidence_counts", {}).items():
         console.print(f"  {k}: {v:,}")
 
