@@ -12,7 +12,10 @@ Two cubes live under ``cubes/`` in the store (documented for readers in ``docs/c
     ``lines`` = syslog lines per 30-min window (Ghiasvand & Ciorba §3, the "syslog generation" SG
     parameter counts entries "during a fixed time window (e.g. 30 minutes)") split by severity, and
     ``lines_1min`` = the same at 1-minute resolution (for node-state derivation). A severity dim (not
-    one variable per severity) keeps the total a one-liner: ``lines.sum("severity")``.
+    one variable per severity) keeps the total a one-liner: ``lines.sum("severity", min_count=1)``.
+    Windows of days not aggregated (yet) are stored as -1 and declared as CF ``_FillValue``, so xarray
+    reads them as NaN (float64); ``min_count=1`` keeps them NaN in the total (xarray's default
+    ``skipna`` sum would turn an all-NaN window into 0).
 
 Invariants shared by both cubes (the writer in ``tasks/cubes/writer.py`` relies on them):
 
@@ -51,6 +54,14 @@ SEVERITY_NAMES: tuple[str, ...] = ("emerg", "alert", "crit", "err", "warning", "
 """Labels of the ``severity`` dim (RFC 5424 codes 0-7, then 8 = severity missing in the input)."""
 SEVERITY_UNSET = 8
 
+UNITS_COMMENT = (
+    "units differ per metric: they are in the auxiliary coordinate metric_units (a variable's units attribute "
+    "cannot vary along the metric axis)"
+)
+"""``comment`` attr of the telemetry statistics (CF: ``units`` is one string per variable)."""
+SYSLOG_FILL = -1
+"""Stored value of syslog windows of days not aggregated (yet); declared ``_FillValue``, so xarray reads NaN."""
+
 SYSLOG_STEP = pd.Timedelta("30min")
 SYSLOG_FINE_STEP = pd.Timedelta("1min")
 TIME_UNITS = "seconds since 1970-01-01T00:00:00Z"
@@ -65,6 +76,9 @@ class VarSpec:
     dtype: str
     fill_value: Any
     attrs: dict[str, Any] = field(default_factory=dict)
+    cf_fill: bool = False
+    """Declare ``fill_value`` as CF ``_FillValue`` too, so xarray masks it (NaN) on read (integer variables
+    whose fill is not a valid value; float variables use NaN, which needs no declaration)."""
 
     @property
     def itemsize(self) -> int:
@@ -140,17 +154,48 @@ def telemetry_spec(step: str | pd.Timedelta = "15min") -> CubeSpec:
     td = check_step(step)
     win = f"{int(td.total_seconds())} s windows"
     dims = ("node", "time", "metric")
-    stat = {"coverage_content_type": "physicalMeasurement"}
+    stat = {"coverage_content_type": "physicalMeasurement", "comment": UNITS_COMMENT}
     variables = (
-        VarSpec("mean", dims, "float32", np.nan, {**stat, "cell_methods": f"time: mean (interval: {win})"}),
-        VarSpec("min", dims, "float32", np.nan, {**stat, "cell_methods": f"time: minimum (interval: {win})"}),
-        VarSpec("max", dims, "float32", np.nan, {**stat, "cell_methods": f"time: maximum (interval: {win})"}),
+        VarSpec(
+            "mean",
+            dims,
+            "float32",
+            np.nan,
+            {"long_name": "mean of the metric's samples in the window", **stat, "cell_methods": f"time: mean (interval: {win})"},
+        ),
+        VarSpec(
+            "min",
+            dims,
+            "float32",
+            np.nan,
+            {
+                "long_name": "minimum of the metric's samples in the window",
+                **stat,
+                "cell_methods": f"time: minimum (interval: {win})",
+            },
+        ),
+        VarSpec(
+            "max",
+            dims,
+            "float32",
+            np.nan,
+            {
+                "long_name": "maximum of the metric's samples in the window",
+                **stat,
+                "cell_methods": f"time: maximum (interval: {win})",
+            },
+        ),
         VarSpec(
             "std",
             dims,
             "float32",
             np.nan,
-            {**stat, "cell_methods": f"time: standard_deviation (interval: {win})", "ddof": 0},
+            {
+                "long_name": "population standard deviation (ddof=0) of the metric's samples in the window",
+                **stat,
+                "cell_methods": f"time: standard_deviation (interval: {win})",
+                "ddof": 0,
+            },
         ),
         VarSpec(
             "count",
@@ -178,25 +223,30 @@ def syslog_spec() -> CubeSpec:
             "lines",
             ("node", "time", "severity"),
             "int32",
-            -1,
+            SYSLOG_FILL,
             {
                 "long_name": "syslog lines per 30-min window (syslog generation, SG)",
                 "units": "1",
                 "cell_methods": "time: sum (interval: 1800 s)",
             },
+            cf_fill=True,
         ),
         VarSpec(
             "lines_1min",
             ("node", "time_1min", "severity"),
             "int32",
-            -1,
+            SYSLOG_FILL,
             {"long_name": "syslog lines per 1-min window", "units": "1", "cell_methods": "time_1min: sum (interval: 60 s)"},
+            cf_fill=True,
         ),
     )
     attrs = {
         "title": "nodewatch syslog cube: syslog lines per node, window and severity",
         "Conventions": "CF-1.10",
-        "missing_data": "-1 where the day has not been aggregated; 0 = aggregated, no line",
+        "missing_data": (
+            "windows of days not aggregated (yet) are stored as -1, declared as _FillValue: xarray reads them as NaN "
+            "(sum over severity with min_count=1 to keep them NaN); 0 = aggregated, no line"
+        ),
         "references": "Ghiasvand & Ciorba, syslog generation (SG) over 30-min windows, section 3",
     }
     return CubeSpec(

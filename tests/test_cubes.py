@@ -273,8 +273,98 @@ def test_syslog_counts_by_severity_30min_and_1min(store, client):
     assert ds["lines_1min"].sel(node="n1").isel(time_1min=29).values[6] == 1
     assert ds["lines"].sel(node="n2").isel(time=47).values[7] == 1
     assert int(ds["lines"].isel(time=slice(0, 48)).sum()) == 6 == int(ds["lines_1min"].isel(time_1min=slice(0, 1440)).sum())
-    assert (ds["lines"].isel(time=slice(48, 96)) == -1).all()  # day not aggregated yet: -1, not 0
+    assert ds["lines"].isel(time=slice(48, 96)).isnull().all()  # day not aggregated yet: NaN, not 0 nor -1
     assert day_complete(store, D1, "syslog") and not day_complete(store, D1, "telemetry")
+
+
+def _sg_checks(ds, built: slice, unbuilt: slice) -> None:
+    """The documented SG one-liner: built windows >= 0 (not NaN), unbuilt windows NaN (never negative)."""
+    sg = ds["lines"].sum("severity", min_count=1).load()
+    assert sg.isel(time=built).notnull().all() and (sg.isel(time=built) >= 0).all()
+    assert sg.isel(time=unbuilt).isnull().all()
+    assert not (sg < 0).any()
+    fine = ds["lines_1min"].sum("severity", min_count=1).load()
+    assert (fine.isel(time_1min=slice(built.start * 30, built.stop * 30)) >= 0).all()
+    assert fine.isel(time_1min=slice(unbuilt.start * 30, unbuilt.stop * 30)).isnull().all()
+
+
+def test_syslog_unbuilt_days_read_as_nan_for_plain_xarray(store, client):
+    import xarray as xr
+    import zarr
+
+    write_topology(store, ["n1", "n2"])
+    t = syslog_table(["2026-03-01T00:00:10Z", "2026-03-03T05:00:00Z"], ["n1", "n2"], [3, 6])
+    store.write_parquet(t, store.staged_key("syslog", "2026-03-01", "run-a"))
+    store.write_parquet(t.slice(1), store.staged_key("syslog", "2026-03-03", "run-a"))
+    build_days(store, "syslog", [D1, date(2026, 3, 3)], client)  # 2026-03-02 and days after 03-03 never built
+    url = store.url_of("cubes", "syslog.zarr")
+    raw = zarr.open_group(url, mode="r")
+    assert raw["lines"].dtype == np.int32 and raw["lines"][0, 48, 0] == -1  # stored as -1 ...
+    assert raw["lines"].attrs["_FillValue"] == -1  # ... declared as fill
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Consolidated metadata")
+        plain = xr.open_zarr(url, consolidated=True)  # what a downstream reader does
+    assert plain["lines"].dtype == np.float64
+    for ds in (plain, open_syslog_cube(store)):
+        _sg_checks(ds, slice(0, 48), slice(48, 96))  # day 1 built, day 2 not
+        _sg_checks(ds, slice(96, 144), slice(144, 32 * 48))  # day 3 built, the rest of the allocation not
+        sg = ds["lines"].sum("severity", min_count=1)
+        assert float(sg.sel(node="n1").isel(time=0)) == 1.0 and float(sg.sel(node="n2", time="2026-03-03T05:00")) == 1.0
+        assert float(sg.isel(time=slice(0, 48)).sum()) == 1.0  # node-days with no line read 0, not NaN
+
+
+def test_syslog_cube_without_declared_fill_is_masked_and_upgraded(store, client):
+    import xarray as xr
+    import zarr
+
+    write_topology(store, ["n1"])
+    store.write_parquet(syslog_table(["2026-03-01T00:00:10Z"], ["n1"], [3]), store.staged_key("syslog", "2026-03-01", "a"))
+    build_days(store, "syslog", [D1], client)
+    url = store.url_of("cubes", "syslog.zarr")
+    g = zarr.open_group(url, mode="r+")
+    for name in ("lines", "lines_1min"):  # as created before the fill was declared
+        del g[name].attrs["_FillValue"]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Consolidated metadata")
+        zarr.consolidate_metadata(url, zarr_format=3)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Consolidated metadata")
+        assert int(xr.open_zarr(url, consolidated=True)["lines"].isel(time=48).min()) == -1
+    _sg_checks(open_syslog_cube(store), slice(0, 48), slice(48, 96))  # our reader masks old cubes too
+    store.write_parquet(syslog_table(["2026-03-02T00:00:10Z"], ["n1"], [3]), store.staged_key("syslog", "2026-03-02", "a"))
+    build_days(store, "syslog", [D2], client)  # the next build declares the fill
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Consolidated metadata")
+        _sg_checks(xr.open_zarr(url, consolidated=True), slice(0, 96), slice(96, 144))
+
+
+def test_telemetry_statistics_have_cf_long_name_and_units_coordinate(store, client):
+    _stage_basic(store)
+    build_days(store, "telemetry", [D1], client, node_batch=2)
+    ds = open_telemetry_cube(store)
+    for k in ("mean", "min", "max", "std", "count"):
+        assert ds[k].attrs["long_name"], k
+        assert "cell_methods" in ds[k].attrs or k == "count"
+    for k in ("mean", "min", "max", "std"):
+        assert "units" not in ds[k].attrs and "metric_units" in ds[k].attrs["comment"]
+        assert "metric_units" in ds[k].coords  # auxiliary coordinate along the metric axis
+    assert ds["mean"].attrs["long_name"] == "mean of the metric's samples in the window"
+    assert ds["count"].attrs["units"] == "1"
+    assert [str(u) for u in ds.metric_units.values] == ["W", metric_attrs("temp_inlet")["units"]]
+
+
+def test_info_reads_the_step_of_a_5min_cube(store, client):
+    from tasks.cubes.info import cube_info
+
+    _stage_basic(store)
+    build_days(store, "telemetry", [D1], client, step="5min", node_batch=2)
+    inf = cube_info(store, "telemetry")
+    assert inf["step"] == "5min" and inf["allocated_days"] == ALLOC_DAYS
+    assert inf["allocated_until"] == "2026-04-01"
+    assert inf["variables"]["mean"]["shape"] == [3, ALLOC_DAYS * 288, 2]
+    assert inf["variables"]["mean"]["chunks"][1] == 288
+    geo = read_geometry(store, telemetry_spec())  # even with the default spec, the cube's own step counts
+    assert geo.n_days == ALLOC_DAYS and geo.step_seconds == 300
 
 
 def test_time_ordered_and_node_ordered_input_give_the_same_cube(tmp_path, client):

@@ -29,7 +29,14 @@ def _open(store: Store, key: str) -> xr.Dataset:
     if not store.exists("cubes", key, "zarr.json"):
         raise FileNotFoundError(f"no cube {store.url_of('cubes', key)}: run `nodewatch cubes build --start ... --end ...` first")
     with quiet_consolidated():
-        return xr.open_zarr(store.url_of("cubes", key), consolidated=True, zarr_format=3)
+        ds = xr.open_zarr(store.url_of("cubes", key), consolidated=True, zarr_format=3)
+    if key == "syslog.zarr":
+        from schemas.cubes import SYSLOG_FILL
+
+        for name in ("lines", "lines_1min"):
+            if name in ds and "_FillValue" not in ds[name].encoding:  # cube built before the fill was declared
+                ds[name] = ds[name].where(ds[name] != SYSLOG_FILL)
+    return ds
 
 
 def open_telemetry_cube(store: Store) -> xr.Dataset:
@@ -38,5 +45,9 @@ def open_telemetry_cube(store: Store) -> xr.Dataset:
 
 
 def open_syslog_cube(store: Store) -> xr.Dataset:
-    """``cubes/syslog.zarr`` as a lazy ``xarray.Dataset`` with dims (node, time[, time_1min], severity)."""
+    """``cubes/syslog.zarr`` as a lazy ``xarray.Dataset`` with dims (node, time[, time_1min], severity).
+
+    ``lines`` and ``lines_1min`` read as float64 with NaN for windows of days not aggregated (yet);
+    also for cubes created before that fill was declared (they are upgraded by their next build).
+    """
     return _open(store, "syslog.zarr")

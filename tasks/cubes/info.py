@@ -26,13 +26,16 @@ def cube_info(store: Store, kind: str = TELEMETRY) -> dict[str, Any] | None:
     import zarr
 
     spec = spec_for(kind)
-    geo = read_geometry(store, spec)
-    if geo is None:
+    if not store.exists("cubes", spec.key, "zarr.json"):
         return None
     with quiet_consolidated():
         g = zarr.open_group(store.url_of("cubes", spec.key), mode="r", use_consolidated=False)
     attrs = dict(g.attrs)
-    spec = spec_for(kind, f"{geo.step_seconds}s") if kind == TELEMETRY else spec
+    if kind == TELEMETRY and "step_seconds" in attrs:  # the cube's own step, not the default 15 min
+        spec = spec_for(kind, f"{int(attrs['step_seconds'])}s")
+    geo = read_geometry(store, spec)
+    if geo is None:
+        return None
     variables = {}
     for v in spec.variables:
         a = g[v.name]

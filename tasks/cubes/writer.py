@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from schemas.cubes import (
+    DAY,
     SEVERITY_NAMES,
     TELEMETRY,
     CubeSpec,
@@ -139,8 +140,10 @@ def read_geometry(store: Store, spec: CubeSpec) -> Geometry | None:
     nodes = tuple(str(x) for x in g["node"][:])
     metrics = tuple(str(x) for x in g["metric"][:]) if "metric" in g else ()
     first = next(iter(spec.steps))
-    n_days = g[first].shape[0] // spec.steps_per_day(first)
+    # the cube's own step (attrs), not the spec's: a 5-min cube read with the default 15-min spec
+    # would otherwise report 3x the allocated days
     step_s = int(attrs.get("step_seconds", spec.steps[first].total_seconds()))
+    n_days = g[first].shape[0] * step_s // int(DAY.total_seconds())
     return Geometry(date.fromisoformat(attrs["epoch"]), n_days, nodes, metrics, int(attrs["node_chunk"]), step_s)
 
 
@@ -251,6 +254,8 @@ def create_cube(
         dask_chunks = tuple(min(c, s) for c, s in zip(chunks, shape, strict=True))
         data_vars[v.name] = (v.dims, da.full(shape, v.fill_value, dtype=v.dtype, chunks=dask_chunks), v.attrs)
         encoding[v.name] = {"chunks": chunks, "compressors": compressors(), "fill_value": v.fill_value}
+        if v.cf_fill:
+            encoding[v.name]["_FillValue"] = v.fill_value
     attrs = {
         **spec.attrs,
         "epoch": epoch.isoformat(),
@@ -262,6 +267,35 @@ def create_cube(
     with quiet_consolidated():
         ds.to_zarr(cube_url(store, spec), mode="w-", compute=False, encoding=encoding, zarr_format=3, consolidated=True)
     return Geometry(epoch, n_days, tuple(nodes), tuple(metrics), nchunk, _step_seconds(spec))
+
+
+def upgrade_attrs(store: Store, spec: CubeSpec) -> bool:
+    """Bring the attrs of an existing cube's variables (and ``missing_data``) up to ``spec`` (call under
+    :func:`axis_lock`); returns whether anything changed.
+
+    Cubes created before a variable got new CF attrs (e.g. the ``_FillValue`` that makes xarray read
+    unbuilt syslog windows as NaN instead of -1, or the ``long_name`` of the telemetry statistics)
+    are upgraded by the next build; no chunk is rewritten. Only attributes are touched, so it is safe
+    while other processes write day regions.
+    """
+    import zarr
+
+    url = cube_url(store, spec)
+    g = zarr.open_group(url, mode="r+", use_consolidated=False)
+    changed = False
+    for v in spec.variables:
+        want = {**v.attrs, **({"_FillValue": v.fill_value} if v.cf_fill else {})}
+        have = dict(g[v.name].attrs)
+        if any(k not in have or have[k] != val for k, val in want.items()):
+            g[v.name].attrs.update(want)
+            changed = True
+    if g.attrs.get("missing_data") != spec.attrs.get("missing_data") and "missing_data" in spec.attrs:
+        g.attrs["missing_data"] = spec.attrs["missing_data"]
+        changed = True
+    if changed:
+        with quiet_consolidated():
+            zarr.consolidate_metadata(url, zarr_format=3)
+    return changed
 
 
 def _grow(g: Any, dim: str, new_len: int) -> None:
@@ -344,6 +378,7 @@ def ensure_cube(
                 f"{spec.key} was built with a {geo.step_seconds} s step, not {_step_seconds(spec)} s: "
                 "use the same step or build a new cube in another store"
             )
+        upgrade_attrs(store, spec)
         if epoch is not None and epoch != geo.epoch:
             raise ValueError(f"{spec.key} already exists with epoch {geo.epoch}; remove it to rebuild with epoch {epoch}")
         if min(days) < geo.epoch:
