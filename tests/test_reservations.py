@@ -84,3 +84,19 @@ def test_scontrol_field_names_nodecnt_and_site_flags():
     assert rej.to_pydict()["reason"] == ["parse: NodeCnt '23' but the hostlist expands to 24 nodes"]
     site = pa.table({"flags": [["MAINT", "UNSCHEDULED"], ["bad flag"]], "node_list": [["n1"], ["n1"]]})
     assert dict(row_checks(site))["expect_reservation_flags_to_match_regex(flags)"].tolist() == [False, True]
+
+
+@pytest.mark.parametrize("body", ["", "\n", "\r\n\n"])
+def test_header_only_csv_is_a_valid_file_with_no_rows(body):
+    head = "ReservationName,StartTime,EndTime,Duration,Nodes,NodeCnt,Flags,Users,Accounts,State\n"
+    rows, rej = parse(head + body)
+    assert rows.num_rows == 0 and rej.num_rows == 0
+    assert rows.schema.equals(RESERVATIONS.arrow_schema(), check_metadata=False)
+
+
+def test_body_after_a_long_first_block_still_parses():
+    head = "name,start,end,nodes\n"
+    line = "m,2024-03-01T08:00:00,2024-03-01T09:00:00,n1\n"
+    rows, rej = parse(head + line * 3000)  # > 64 KiB: the peeked block is put back in front of the rest
+    assert rows.num_rows == 3000 and rej.num_rows == 0
+    assert rows.column("source_offset").to_pylist()[-1] == 3001

@@ -24,13 +24,28 @@ from tasks.simulate.truth import STATES
 
 RFC5424 = re.compile(r"^<(\d{1,3})>1 (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00) (\S+) (\S+) (\d+|-) - - (.*)$")
 RFC3164 = re.compile(r"^<(\d{1,3})>([A-Z][a-z]{2}) ([ \d]\d) (\d\d:\d\d:\d\d) (\S+) ([^\[\s:]+)(?:\[(\d+)\])?: (.*)$")
-NAGIOS = re.compile(r"^\[(\d+)\] (SERVICE ALERT: [^;]+;[^;]+;(OK|WARNING|CRITICAL|UNKNOWN);(SOFT|HARD);\d+;.*|"
-                    r"HOST ALERT: [^;]+;(UP|DOWN|UNREACHABLE);(SOFT|HARD);\d+;.*|LOG ROTATION: DAILY|LOG VERSION: 2\.0)$")
+NAGIOS = re.compile(
+    r"^\[(\d+)\] (SERVICE ALERT: [^;]+;[^;]+;(OK|WARNING|CRITICAL|UNKNOWN);(SOFT|HARD);\d+;.*|"
+    r"HOST ALERT: [^;]+;(UP|DOWN|UNREACHABLE);(SOFT|HARD);\d+;.*|LOG ROTATION: DAILY|LOG VERSION: 2\.0)$"
+)
 
-SMALL = dict(n_nodes=48, nodes_per_rack=24, step_s=300, load_scale=3.0, racks_per_row=1, misconfig_rack=1, misconfig_start_day=1,
-             ldms_racks=(0,),
-             syslog_rfc5424_rows=(0,), node_mtbf_days=5.0, rack_events_per_year=200.0, maint_period_days=2,
-             syslog_lines_per_node_day=100.0, workers=1, scheduler="synchronous")
+SMALL = dict(
+    n_nodes=48,
+    nodes_per_rack=24,
+    step_s=300,
+    load_scale=3.0,
+    racks_per_row=1,
+    misconfig_rack=1,
+    misconfig_start_day=1,
+    ldms_racks=(0,),
+    syslog_rfc5424_rows=(0,),
+    node_mtbf_days=5.0,
+    rack_events_per_year=200.0,
+    maint_period_days=2,
+    syslog_lines_per_node_day=100.0,
+    workers=1,
+    scheduler="synchronous",
+)
 
 
 @pytest.fixture(scope="module")
@@ -188,8 +203,17 @@ def test_nagios_and_tickets(small_run):
         for line in p.read_text().splitlines():
             assert NAGIOS.match(line), line
     tickets = pd.concat([pd.read_csv(p) for p in (out / "alerts/tickets").rglob("*.csv")])
-    assert list(tickets.columns) == ["ticket_id", "node", "service", "alert_time", "false_positive", "opened", "closed",
-                                     "resolution", "summary"]
+    assert list(tickets.columns) == [
+        "ticket_id",
+        "node",
+        "service",
+        "alert_time",
+        "false_positive",
+        "opened",
+        "closed",
+        "resolution",
+        "summary",
+    ]
     assert set(tickets["resolution"]) <= {"Fixed", "False Positive"}
     # every ticket points at a HARD CRITICAL line of the Nagios log (same node, service, second)
     hard = set()
@@ -317,37 +341,75 @@ def test_physical_correlations(small_run):
     assert np.median(corr["fan"]) > 0.5
 
 
-def test_project_parsers_accept_every_output(small_run):
-    """Every file goes through the project's own ingest parsers with no rejects (Nagios header lines aside)."""
+PARSER_PLAN = [
+    ("alerts", "nagios", "alerts/nagios/*/*.log"),
+    ("tickets", "tickets_csv", "alerts/tickets/*/*.csv"),
+    ("jobs", "sacct", "jobs/sacct/*/*.txt"),
+    ("jobs", "swf", "jobs/swf/*/*.swf"),
+    ("syslog", "rfc5424", "syslog/*/mgmt.log"),
+    ("reservations", "reservations-csv", "reservations/*/*.csv"),
+    ("topology", "topology-csv", "topology/topology.csv"),
+    ("telemetry", "long-parquet", "telemetry/long/*/*.parquet"),
+    ("telemetry", "ldms-csv", "telemetry/ldms/*/*.csv"),
+]
+"""(source, format, glob) for the files the simulator writes (rack syslogs by row, truth/ with pyarrow)."""
+
+
+def parse_every_output(out: Path, cfg: SimConfig, need_rows: set[str]) -> dict[str, int]:
+    """Run every output file through the project's own parser; returns rows per format, asserts no rejects."""
     from datetime import UTC, datetime
 
     from tasks.ingest.base import ParseContext
     from tasks.ingest.inputs import open_binary
     from tasks.ingest.registry import sources
 
-    cfg, out = small_run
     src = sources()
-    plan = [("alerts", "nagios", "alerts/nagios/*/*.log"), ("tickets", "tickets_csv", "alerts/tickets/*/*.csv"),
-            ("jobs", "sacct", "jobs/sacct/*/*.txt"), ("jobs", "swf", "jobs/swf/*/*.swf"),
-            ("syslog", "rfc5424", "syslog/*/r00.log"), ("syslog", "rfc5424", "syslog/*/mgmt.log"),
-            ("syslog", "rfc3164", "syslog/*/r01.log"), ("reservations", "reservations-csv", "reservations/*/*.csv"),
-            ("topology", "topology-csv", "topology/topology.csv"), ("telemetry", "long-parquet", "telemetry/long/*/*.parquet"),
-            ("telemetry", "ldms-csv", "telemetry/ldms/*/*.csv")]
+    counts: dict[str, int] = {}
+    allowed = {"parse: not an alert line (Nagios 'LOG ROTATION')", "parse: not an alert line (Nagios 'LOG VERSION')"}
+    plan = list(PARSER_PLAN)
+    for r in range(cfg.n_racks):
+        fmt = "rfc5424" if r // cfg.racks_per_row in cfg.syslog_rfc5424_rows else "rfc3164"
+        plan.append(("syslog", fmt, f"syslog/*/r{r:02d}.log"))
     for name, fmt, pattern in plan:
         f = next(x for x in src[name].formats if x.name == fmt)
-        rows, reasons = 0, []
-        for p in sorted(out.glob(pattern)):
-            ctx = ParseContext(name=p.name, reference_time=datetime(2026, 1, 3, tzinfo=UTC))
+        rows, reasons, files = 0, [], sorted(out.glob(pattern))
+        assert files, pattern
+        for p in files:
+            ctx = ParseContext(name=p.name, reference_time=datetime(2026, 3, 1, tzinfo=UTC))
             with open_binary(p) as s:
                 for r in f.parse(s, ctx):
                     rows += r.rows.num_rows if r.rows is not None else 0
                     if r.rejects is not None and len(r.rejects):
                         reasons += r.rejects.column("reason").to_pylist()
-        allowed = {"parse: not an alert line (Nagios 'LOG ROTATION')", "parse: not an alert line (Nagios 'LOG VERSION')"}
         if fmt in ("long-parquet", "ldms-csv"):  # a counter's first sample after a gap has no rate (ingest derives rates)
             reasons = [r for r in reasons if "first sample of the counter series in this file" not in r]
-        assert rows > 0, (name, fmt)
+        counts[fmt] = counts.get(fmt, 0) + rows
         assert set(reasons) <= allowed, (name, fmt, sorted(set(reasons))[:5])
+    for p in out.glob("truth/*/*/part.parquet"):
+        pq.read_table(p)
+    for fmt in need_rows:
+        assert counts.get(fmt, 0) > 0, (fmt, counts)
+    return counts
+
+
+def test_project_parsers_accept_every_output(small_run):
+    """Every file goes through the project's own ingest parsers with no rejects (Nagios header lines aside)."""
+    cfg, out = small_run
+    assert parse_every_output(out, cfg, {fmt for _, fmt, _ in PARSER_PLAN})["rfc3164"] > 0
+
+
+@pytest.mark.slow
+def test_project_parsers_accept_a_default_config_day_with_and_without_reservations(tmp_path):
+    """Default knobs (1-min step, 96 nodes): day 0 has no reservation (header-only CSV), day 3 an admin window."""
+    cfg = SimConfig(n_nodes=96, workers=1, scheduler="synchronous")
+    simulate(cfg, tmp_path, [0, 3])
+    res0 = (tmp_path / "reservations/date=2026-01-01/reservations.csv").read_text().splitlines()
+    res3 = (tmp_path / "reservations/date=2026-01-04/reservations.csv").read_text().splitlines()
+    assert len(res0) == 1 and len(res3) > 1  # header only / a MAINT window
+    counts = parse_every_output(
+        tmp_path, cfg, {"sacct", "swf", "rfc5424", "reservations-csv", "topology-csv", "long-parquet", "ldms-csv", "nagios"}
+    )
+    assert counts["reservations-csv"] == len(res3) - 1
 
 
 def test_render_memory_is_bounded_per_rack_day():

@@ -16,6 +16,7 @@ pipeline's validation.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from typing import BinaryIO
 
@@ -33,7 +34,7 @@ from tasks.ingest._vectorised import (
     reject_table,
     split_list,
 )
-from tasks.ingest.base import Format, ParseContext, ParseResult, SourceSpec
+from tasks.ingest.base import Format, ParseContext, ParseResult, SourceSpec, empty_rejects
 from tasks.ingest.hostlist import HostlistError, expand_hostlist
 
 REQUIRED = ("name", "start", "end", "nodes")
@@ -59,7 +60,11 @@ def parse_reservations_csv(stream: BinaryIO, ctx: ParseContext) -> Iterator[Pars
             ctx, f"line 1: missing columns {missing} (header {cols[:12]}); expected name,start,end,nodes[,flags,users]"
         )
     use = [low[c] for c in REQUIRED + OPTIONAL if c in low]
-    for dec, lines, rej in iter_csv_text(stream, ctx, cols, use):
+    body = _body_or_none(stream)
+    if body is None:  # header only: a valid file with no reservations (e.g. a day without any)
+        yield ParseResult(ROW_SCHEMA.empty_table(), empty_rejects())
+        return
+    for dec, lines, rej in iter_csv_text(body, ctx, cols, use):
         n = len(lines)
         name = pc.utf8_trim_whitespace(dec[low["name"]])
         start = parse_time_strings(dec[low["start"]], ctx.tz)
@@ -95,6 +100,41 @@ def parse_reservations_csv(stream: BinaryIO, ctx: ParseContext) -> Iterator[Pars
         if bad.any():
             rows = rows.filter(pa.array(~bad))
         yield ParseResult(rows, pa.concat_tables(rej))
+
+
+class _Prepend(io.RawIOBase):
+    """Read-only stream that returns ``head`` and then the rest of ``stream``."""
+
+    def __init__(self, head: bytes, stream: BinaryIO) -> None:
+        super().__init__()
+        self._head = head
+        self._s = stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
+        if self._head:
+            n = min(len(b), len(self._head))
+            b[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        data = self._s.read(len(b))
+        n = len(data)
+        b[:n] = data
+        return n
+
+
+def _body_or_none(stream: BinaryIO) -> BinaryIO | None:
+    """The CSV body after the header, or ``None`` when it holds nothing but blank lines (header-only file).
+
+    pyarrow's CSV reader refuses an empty body ("Empty CSV file"); a header-only reservations CSV is a
+    valid file with 0 rows, so it is detected here by peeking at the first block.
+    """
+    head = stream.read(1 << 16)
+    if len(head) < 1 << 16 and not head.strip(b" \t\r\n"):
+        return None
+    return io.BufferedReader(_Prepend(head, stream))  # type: ignore[return-value]
 
 
 def sniff_reservations_csv(head: bytes) -> float:
