@@ -270,7 +270,40 @@ def _boots(ev: Events, p: Params, t_end: int) -> tuple[_Intervals, dict[str, int
     return out, {"boots_systemd": int(sf_node.size), "boots_kernel_only": int(ub_node.size), "kernel_banner_lines": int(kb.sum())}
 
 
-def _losses(ev: Events, boots: _Intervals, last_seen: np.ndarray, p: Params, t_end: int) -> tuple[_Intervals, dict[str, int]]:
+@dataclass
+class Losses:
+    """One row per connection loss (paper Sec. II-C, Fig. 2), before splitting off a post-boot tail.
+
+    ``start`` is the first "not responding"; ``end`` the "now responding" that closed it, else the end
+    of the boot that resolved it, else ``max(t_end, start)`` (``open``: unresolved in the data).
+    ``state`` is DOWN or CONNECTION_LOSS, ``source`` a :class:`Source`; ``responding`` the time of
+    the closing "now responding" (-1 if none); ``boot`` the index into the boots table of the boot
+    that explains the loss (-1 if none).
+    """
+
+    node: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    open: np.ndarray
+    state: np.ndarray
+    source: np.ndarray
+    responding: np.ndarray
+    boot: np.ndarray
+
+
+@dataclass
+class Boots:
+    """BOOTING intervals sorted by (node, end, start); ``source`` BOOT_SYSTEMD or BOOT_KERNEL."""
+
+    node: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    source: np.ndarray
+
+
+def _losses(
+    ev: Events, boots: _Intervals, last_seen: np.ndarray, p: Params, t_end: int
+) -> tuple[_Intervals, dict[str, int], Losses]:
     """CONNECTION_LOSS / DOWN intervals from slurmctld events, boots and node activity (Sec. II-C, Fig. 2)."""
     m = (ev.kind == Event.NOT_RESPONDING) | (ev.kind == Event.NOW_RESPONDING)
     node, t, kind = ev.node[m], ev.time[m], ev.kind[m]
@@ -296,11 +329,13 @@ def _losses(ev: Events, boots: _Intervals, last_seen: np.ndarray, p: Params, t_e
     closed = nxt >= 0
     le = np.full(ls_t.size, np.iinfo(np.int64).max, np.int64)
     le[closed] = t[is_now][nxt[closed]]
+    responding = np.where(closed, le, -1)
     # boots overlapping [ls - pre, le + grace]: first boot (sorted by end) ending at/after ls - pre
     fb = _next_in_group(ls_node, ls_t - p.pre_s * NS_PER_S, boots.node, boots.end)
     assoc = fb >= 0
     le_g = np.where(closed, le, le - p.grace_s * NS_PER_S) + p.grace_s * NS_PER_S
     assoc[assoc] = boots.start[fb[assoc]] <= le_g[assoc]
+    boot_idx = np.where(assoc, fb, -1)
     # DOWN ends with the last boot of a resolved loss; a tail until "now responding" longer than the
     # grace is CONNECTION_LOSS (booted, Slurm not yet in contact), a shorter one is dropped
     split_at = np.zeros(ls_t.size, np.int64)
@@ -313,11 +348,13 @@ def _losses(ev: Events, boots: _Intervals, last_seen: np.ndarray, p: Params, t_e
     ri, bend = ri[ok], bend[ok]
     split_at[ri] = np.minimum(le[ri], bend)
     has_split[ri] = True
+    boot_idx[ri] = lb[lb >= 0][ok]
     # an open loss is closed by the first boot ending after it started
     fb2 = _next_in_group(ls_node, ls_t, boots.node, boots.end, strict=True)
     open_ = ~closed
     by_boot = open_ & (fb2 >= 0)
     le[by_boot] = boots.end[fb2[by_boot]]
+    boot_idx[by_boot] = fb2[by_boot]
     assoc |= by_boot
     still_open = open_ & ~by_boot
     silent = np.zeros(ls_t.size, bool)
@@ -339,24 +376,55 @@ def _losses(ev: Events, boots: _Intervals, last_seen: np.ndarray, p: Params, t_e
         losses_open=int(still_open.sum()),
         losses_tail_connection_loss=int(long_tail.sum()),
     )
+    table = Losses(ls_node.astype(np.int64), ls_t.astype(np.int64), le.copy(), still_open, state, src, responding, boot_idx)
     tail_start, tail_end = split_at[long_tail], le[long_tail]
     le = np.where(has_split, split_at, le)
     k = int(long_tail.sum())
     node = np.concatenate([ls_node, ls_node[long_tail]]).astype(np.int64)
-    return _Intervals(
-        node,
-        np.concatenate([ls_t, tail_start]).astype(np.int64),
-        np.concatenate([le, tail_end]),
-        np.concatenate([state, np.full(k, State.CONNECTION_LOSS, np.int8)]),
-        np.concatenate([src, np.full(k, Source.LOSS, np.int8)]),
-        np.full(node.size, -1, np.int64),
-    ), counts
+    return (
+        _Intervals(
+            node,
+            np.concatenate([ls_t, tail_start]).astype(np.int64),
+            np.concatenate([le, tail_end]),
+            np.concatenate([state, np.full(k, State.CONNECTION_LOSS, np.int8)]),
+            np.concatenate([src, np.full(k, Source.LOSS, np.int8)]),
+            np.full(node.size, -1, np.int64),
+        ),
+        counts,
+        table,
+    )
+
+
+def loss_table(
+    events: Events, n_nodes: int, t_end: int, last_seen: np.ndarray | None = None, params: Params | None = None
+) -> tuple[Losses, Boots]:
+    """The connection losses and boots behind :func:`derive_states` (same semantics, unclipped).
+
+    Paper Sec. II-C / Fig. 2: each loss runs from the first "not responding" to the closing "now
+    responding", or to the end of the boot that resolves it, or (still open) to ``max(t_end, start)``.
+    Used to carry open losses across day-by-day builds and to write failure-event evidence.
+    """
+    p = params or Params()
+    if last_seen is None:
+        last_seen = np.full(n_nodes, np.iinfo(np.int64).min, np.int64)
+    boots, _ = _boots(events, p, t_end)
+    _, _, table = _losses(events, boots, last_seen, p, t_end)
+    return table, Boots(boots.node, boots.start, boots.end, boots.source)
+
+
+def losses_active_at(losses: Losses, at: int) -> np.ndarray:
+    """Indices of the losses in effect at instant ``at``: started before it and not closed by then.
+
+    A loss still open at the end of the data counts as in effect at ``at`` if it started before it.
+    """
+    act = (losses.start < at) & ((losses.end > at) | losses.open)
+    return np.nonzero(act)[0]
 
 
 # ------------------------------------------------------------------ pass 2: layers -> resolved timeline
 def _layer_intervals(ev: Events, layers: Layers, last_seen: np.ndarray, p: Params, t_end: int) -> tuple[_Intervals, dict]:
     boots, c1 = _boots(ev, p, t_end)
-    losses, c2 = _losses(ev, boots, last_seen, p, t_end)
+    losses, c2, _ = _losses(ev, boots, last_seen, p, t_end)
     jobs = _Intervals(
         np.asarray(layers.job_node, np.int64),
         np.asarray(layers.job_start, np.int64),
@@ -451,7 +519,17 @@ def derive_states(
     state = np.full(P, State.IDLE, np.int8)
     source = np.full(P, Source.GAP, np.int8)
     sref = np.full(P, -1, np.int64)
-    counts["overlapping_intervals"] = 0
+    overlap_key = {
+        State.JOB_RUNNING: "overlapping_jobs",
+        State.RESERVED_IDLE: "overlapping_reservations",
+        State.ADMIN_RESV: "overlapping_reservations",
+        State.UNSCHEDULED_RESV: "overlapping_reservations",
+        State.CONNECTION_LOSS: "overlapping_losses_boots",
+        State.DOWN: "overlapping_losses_boots",
+        State.BOOTING: "overlapping_losses_boots",
+    }
+    for k in set(overlap_key.values()):
+        counts[k] = 0
     # evidence packs (end rank, ref, source) into one int64 so "the covering interval reaching furthest"
     # is a prefix maximum over points (no per-layer sort); ties on end go to the larger (ref, source)
     ref_off = int(ref.min(initial=0))
@@ -465,7 +543,8 @@ def derive_states(
         rs, re_ = r_start[m], r_end[m]
         n_start = np.bincount(rs, minlength=P + 1)[:P]
         cov = np.cumsum(n_start - np.bincount(re_, minlength=P + 1)[:P])
-        counts["overlapping_intervals"] += int((cov[rs] > 1).sum())  # started while another of the layer was active
+        # started while another interval of the same layer was active (e.g. two reservations of one class)
+        counts[overlap_key[State(lay)]] += int((cov[rs] > 1).sum())
         packed = (re_ << (ref_bits + 4)) | ((ref[m] - ref_off) << 4) | src[m].astype(np.int64)
         best = np.full(P, -1, np.int64)
         np.maximum.at(best, rs, packed)

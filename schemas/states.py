@@ -1,4 +1,4 @@
-"""Staged tables ``node_states`` and ``failure_events`` and the ``cubes/state.zarr`` description.
+"""Staged tables ``node_states``, ``failure_events``, ``state_carry`` and the ``cubes/state.zarr`` description.
 
 The state legend follows the SaNSA paper (Agarwal et al., Sec. II-B): codes 1..8 in the paper's
 numbering; ``0`` marks minutes that were never built. The cube carries the legend as CF
@@ -81,8 +81,13 @@ FAILURE_EVENTS = TableSchema(
     ),
     columns=(
         Column("node", pa.string(), nullable=False, regex=NODE_NAME_PATTERN, description="compute node"),
-        Column("start", _ts, nullable=False, description="first DOWN minute (slurmctld 'not responding')"),
-        Column("end", _ts, nullable=False, description="end of DOWN/BOOTING episode"),
+        Column("start", _ts, nullable=False, description="episode start (slurmctld 'not responding'), not clipped to a window"),
+        Column(
+            "end",
+            _ts,
+            nullable=False,
+            description="end of the DOWN/BOOTING episode; still open: end of the last built window (updated by later builds)",
+        ),
         Column(
             "cause",
             pa.string(),
@@ -90,12 +95,35 @@ FAILURE_EVENTS = TableSchema(
             allowed=FAILURE_CAUSES,
             description="loss+boot: loss followed by reboot; loss+silent: never responded, node silent",
         ),
-        Column("evidence", pa.string(), nullable=False, description="evidence lines/sources behind the event"),
+        Column(
+            "evidence",
+            pa.string(),
+            nullable=False,
+            description="times of 'not responding', the boot (end + duration) and 'now responding' behind the event",
+        ),
         Column("rack", pa.string(), nullable=True, description="rack from topology, if known"),
     ),
     time_column="start",
     unique_key=("node", "start"),
     extra_expectations=(Expectation("ExpectColumnPairValuesAToBeGreaterThanB", {"column_A": "end", "column_B": "start"}),),
+)
+
+STATE_CARRY = TableSchema(
+    name="state_carry",
+    description=(
+        "Connection losses (DOWN / CONNECTION_LOSS) still in effect at the end of a built UTC day (partition = that day). "
+        "The build of the next day seeds them as 'not responding' at their real start, so a node that stays silent for "
+        "longer than the syslog lookback stays DOWN and its failure event keeps its real start."
+    ),
+    columns=(
+        Column("node", pa.string(), nullable=False, regex=NODE_NAME_PATTERN, description="compute node"),
+        Column("as_of", _ts, nullable=False, description="UTC midnight at the end of the built day"),
+        Column("loss_start", _ts, nullable=False, description="first slurmctld 'not responding' of the loss"),
+        Column("last_seen", _ts, nullable=True, description="last syslog line of the node seen by that build"),
+        Column("state", pa.string(), nullable=False, allowed=("DOWN", "CONNECTION_LOSS"), description="state of the loss"),
+    ),
+    time_column="as_of",
+    unique_key=("node", "loss_start"),
 )
 
 CUBE_PATH = "cubes/state.zarr"

@@ -7,10 +7,14 @@ Steps (each a plain function, testable without Prefect):
 2. :func:`job_layers` / :func:`reservation_layers` turn jobs and reservations into interval layers;
 3. :func:`models.states.derive_states` resolves the timeline;
 4. :func:`timeline_table` / :func:`failure_events_table` / :func:`write_cube` publish the staged
-   tables ``node_states`` and ``failure_events`` and ``cubes/state.zarr``.
+   tables ``node_states`` and ``failure_events`` and ``cubes/state.zarr``; :func:`carry_table` the
+   losses still in effect at each built day's end (``state_carry``).
 
 :func:`build_states` runs them against a :class:`~tasks.store.Store` for a window of UTC days and
-counts every input row that is ignored (unknown node, invalid name, missing times, ...).
+counts every input row that is ignored (unknown node, invalid name, missing times, ...). Windows are
+independent of how a range is cut into builds: losses in effect at the previous day's end are seeded
+from ``state_carry`` at their real start, and failure events carry their episode's own start and
+end (an episode still open at a window's end is updated in place by the next build).
 """
 
 from __future__ import annotations
@@ -24,7 +28,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from models.states import NS_PER_S, Event, Events, Layers, Source, State, Timeline, derive_states, to_grid
+from models.states import (
+    NS_PER_S,
+    Boots,
+    Event,
+    Events,
+    Layers,
+    Losses,
+    Source,
+    State,
+    Timeline,
+    derive_states,
+    loss_table,
+    losses_active_at,
+    to_grid,
+)
 from schemas.cubes import compressors, string_encoding, time_encoding
 from schemas.names import is_valid_node_name
 from schemas.states import (
@@ -34,6 +52,7 @@ from schemas.states import (
     FAILURE_EVENTS,
     FILL_CODE,
     NODE_STATES,
+    STATE_CARRY,
     STATE_NAMES,
     cube_attrs,
 )
@@ -150,7 +169,15 @@ def classify_syslog(table: pa.Table | None, nodes: pa.Array) -> Classified:
         tt = np.repeat(t_all[rows], rep)
         counts["events_unknown_node"] += int((ni < 0).sum())
         good = ni >= 0
-        parts.append((ni[good], tt[good], np.full(int(good.sum()), kind, np.int8), np.zeros(int(good.sum()), np.int64)))
+        parts.append(
+            (
+                ni[good],
+                tt[good],
+                np.full(int(good.sum()), kind, np.int8),
+                np.zeros(int(good.sum()), np.int64),
+                np.repeat(rows, rep)[good],
+            )
+        )
     sys_rows, sys_msg = subset("systemd")
     hit = pc.match_substring_regex(sys_msg, _SYSTEMD_RE).to_numpy(zero_copy_only=False)
     if hit.any():
@@ -163,7 +190,9 @@ def classify_syslog(table: pa.Table | None, nodes: pa.Array) -> Classified:
         ni = ni_all[rows]
         counts["events_unknown_node"] += int(((ni < 0) & ~bad).sum())
         good = (ni >= 0) & ~bad
-        parts.append((ni[good], t_all[rows][good], np.full(int(good.sum()), Event.STARTUP_FINISHED, np.int8), d[good]))
+        parts.append(
+            (ni[good], t_all[rows][good], np.full(int(good.sum()), Event.STARTUP_FINISHED, np.int8), d[good], rows[good])
+        )
     k_rows, k_msg = subset("kernel")
     hit = pc.match_substring_regex(k_msg, _KERNEL_RE).to_numpy(zero_copy_only=False)
     if hit.any():
@@ -177,16 +206,36 @@ def classify_syslog(table: pa.Table | None, nodes: pa.Array) -> Classified:
                 t_all[rows][good],
                 np.full(int(good.sum()), Event.KERNEL_BOOT, np.int8),
                 np.zeros(int(good.sum()), np.int64),
+                rows[good],
             )
         )
     if not parts:
         return Classified(Events.empty(), last_seen, counts)
     ev = Events(*(np.concatenate([p[i] for p in parts]) for i in range(4)))
+    row = np.concatenate([p[4] for p in parts]).astype(np.int64)
     # exact duplicate evidence (same line ingested twice) is harmless but counted
     key = np.stack([ev.node, ev.time, ev.kind.astype(np.int64), ev.duration], axis=1)
     counts["events"] = int(ev.node.size)
     counts["events_duplicate"] = int(ev.node.size - np.unique(key, axis=0).shape[0]) if ev.node.size else 0
+    counts["events_out_of_order"] = out_of_order(ev.node, ev.time, row)
     return Classified(ev, last_seen, counts)
+
+
+def out_of_order(node: np.ndarray, time: np.ndarray, row: np.ndarray) -> int:
+    """Evidence lines earlier in time than an evidence line of the same node that precedes them in the input.
+
+    Vectorised: sort by (node, input row), rank the times, and compare each rank with the running
+    maximum of the node's earlier ranks (one int64 key ``node * n_ranks + rank`` per event).
+    """
+    if node.size < 2:
+        return 0
+    o = np.lexsort((row, node))
+    n_sorted = np.asarray(node, np.int64)[o]
+    rank = np.unique(np.asarray(time, np.int64)[o], return_inverse=True)[1].astype(np.int64)
+    key = n_sorted * (int(rank.max()) + 1) + rank
+    run_max = np.maximum.accumulate(key)
+    same = n_sorted[1:] == n_sorted[:-1]
+    return int((same & (key[1:] < run_max[:-1])).sum())
 
 
 def _flatten_nodes(table: pa.Table, column: str, nodes: pa.Array) -> tuple[np.ndarray, np.ndarray, int]:
@@ -263,8 +312,33 @@ def reservation_layers(resv: pa.Table | None, nodes: pa.Array) -> tuple[tuple, p
 
 
 @dataclass
+class Carry:
+    """Losses in effect at the start of a window, carried over from the previous day's build (``state_carry``).
+
+    ``node`` indices into the build's node list, ``loss_start`` / ``last_seen`` int64 ns (``last_seen``
+    int64 min if unknown).
+    """
+
+    node: np.ndarray
+    loss_start: np.ndarray
+    last_seen: np.ndarray
+
+    @staticmethod
+    def empty() -> Carry:
+        """No carried losses."""
+        i = np.zeros(0, np.int64)
+        return Carry(i, i, i)
+
+
+@dataclass
 class StateBuild:
-    """Result of deriving states for a window (before publishing)."""
+    """Result of deriving states for a window (before publishing).
+
+    ``timeline`` / ``timeline_no_overlay`` tile ``[t_start, t_end)``. ``episodes_timeline`` is the
+    overlaid timeline over all evidence read (``[ext_start, ext_end)``: from the earliest evidence,
+    carried losses included, to the end of the look-ahead), from which failure episodes get their real
+    start and end; ``losses`` / ``boots`` are the unclipped loss and boot tables behind it.
+    """
 
     nodes: list[str]
     t_start: int
@@ -274,6 +348,33 @@ class StateBuild:
     job_labels: pa.Array
     resv_labels: pa.Array
     counts: Counter
+    episodes_timeline: Timeline | None = None
+    ext_start: int = 0
+    ext_end: int = 0
+    losses: Losses | None = None
+    boots: Boots | None = None
+    last_seen: np.ndarray | None = None
+
+
+def seed_events(events: Events, carry: Carry, read_start: int) -> tuple[Events, int]:
+    """Add a "not responding" at the real start of every carried loss that began before ``read_start``.
+
+    Losses that began inside the read syslog are already in ``events``. Returns the events and the
+    number of seeds added.
+    """
+    m = carry.loss_start < read_start
+    k = int(m.sum())
+    if not k:
+        return events, 0
+    return (
+        Events(
+            np.concatenate([events.node, carry.node[m]]).astype(np.int64),
+            np.concatenate([events.time, carry.loss_start[m]]).astype(np.int64),
+            np.concatenate([events.kind, np.full(k, Event.NOT_RESPONDING, np.int8)]).astype(np.int8),
+            np.concatenate([events.duration, np.zeros(k, np.int64)]).astype(np.int64),
+        ),
+        k,
+    )
 
 
 def derive_from_tables(
@@ -283,20 +384,50 @@ def derive_from_tables(
     nodes: list[str],
     t_start: int,
     t_end: int,
+    carry: Carry | None = None,
+    read_start: int | None = None,
+    read_end: int | None = None,
 ) -> StateBuild:
-    """Classify, build layers and derive both timelines (with and without overlays)."""
+    """Classify, build layers and derive both timelines (with and without overlays) plus the episode timeline.
+
+    Args:
+        syslog, jobs, reservations: staged rows (syslog read over ``[read_start, read_end)``).
+        nodes: node set (valid names).
+        t_start, t_end: window, int64 ns.
+        carry: losses in effect at ``read_start`` from the previous build (seeded if they began before it).
+        read_start, read_end: the syslog range read (default: the window).
+    """
     bad_names = [n for n in nodes if not is_valid_node_name(n)]
     if bad_names:
         raise StatesError(f"invalid node name(s) in node set, e.g. {bad_names[0]!r}")
+    read_start = t_start if read_start is None else read_start
+    read_end = t_end if read_end is None else max(read_end, t_end)
     node_arr = pa.array(nodes, pa.string())
     cl = classify_syslog(syslog, node_arr)
+    carry = carry or Carry.empty()
+    events, n_seeds = seed_events(cl.events, carry, read_start)
+    last_seen = cl.last_seen.copy()
+    if carry.node.size:
+        np.maximum.at(last_seen, carry.node, carry.last_seen)
     (jn, js, je, jr), jlab, jc = job_layers(jobs, node_arr, t_end)
     (rn, rs, re_, rst, rr), rlab, rc = reservation_layers(reservations, node_arr)
     layers = Layers(jn, js, je, jr, rn, rs, re_, rst, rr)
-    tl = derive_states(cl.events, layers, len(nodes), t_start, t_end, last_seen=cl.last_seen, overlay=True)
-    tl0 = derive_states(cl.events, layers, len(nodes), t_start, t_end, last_seen=cl.last_seen, overlay=False)
+    n = len(nodes)
+    tl = derive_states(events, layers, n, t_start, t_end, last_seen=last_seen, overlay=True)
+    tl0 = derive_states(events, layers, n, t_start, t_end, last_seen=last_seen, overlay=False)
+    # episodes: the same derivation over all evidence read, so failures keep their real start and end
+    ext_start = min(
+        read_start,
+        t_start,
+        int(events.time.min(initial=read_start)),
+        int((events.time - events.duration).min(initial=read_start)),
+    )
+    tle = derive_states(events, layers, n, ext_start, read_end, last_seen=last_seen, overlay=True)
+    losses, boots = loss_table(events, n, read_end, last_seen=last_seen)
     counts = cl.counts + jc + rc + Counter({k: v for k, v in tl.counts.items() if v})
-    return StateBuild(nodes, t_start, t_end, tl, tl0, jlab, rlab, counts)
+    if n_seeds:
+        counts["losses_carried_in"] = n_seeds
+    return StateBuild(nodes, t_start, t_end, tl, tl0, jlab, rlab, counts, tle, ext_start, read_end, losses, boots, last_seen)
 
 
 _SOURCE_TEXT = {
@@ -355,24 +486,71 @@ def timeline_table(b: StateBuild, overlay: bool = True) -> pa.Table:
     )
 
 
-def failure_events_table(b: StateBuild, racks: dict[str, str] | None = None) -> pa.Table:
-    """Failure episodes: a DOWN interval plus the DOWN/BOOTING intervals contiguous with it (overlaid timeline)."""
-    tl = b.timeline
+def _iso(ns: int) -> str:
+    """``2026-01-01T22:00:00Z`` (fractions of a second only when present)."""
+    t = np.datetime64(int(ns), "ns").astype("datetime64[ms]")
+    txt = str(t)
+    return (txt[:-4] if txt.endswith(".000") else txt) + "Z"
+
+
+def _dur(ns: int) -> str:
+    """Duration as systemd prints it: ``1h 2min 3.5s``, ``11min 17.957s``."""
+    sec = ns / NS_PER_S
+    h, rem = divmod(sec, 3600)
+    m, sec = divmod(rem, 60)
+    parts = ([f"{int(h)}h"] if h else []) + ([f"{int(m)}min"] if m else []) + [f"{sec:.3f}".rstrip("0").rstrip(".") + "s"]
+    return " ".join(parts)
+
+
+def episode_evidence(b: StateBuild, loss: int, open_at: int | None) -> str:
+    """Evidence of one failure episode from its loss: "not responding", the boot (end + duration), "now responding".
+
+    ``open_at``: the episode is unresolved in the data read; it is reported as still down at this time.
+    """
+    ls, bt = b.losses, b.boots
+    if ls is None or bt is None or loss < 0:
+        return "DOWN in the derived timeline (no slurmctld loss found)"
+    parts = [f"not responding {_iso(ls.start[loss])}"]
+    k = int(ls.boot[loss])
+    if k >= 0:
+        if bt.source[k] == Source.BOOT_SYSTEMD:
+            parts.append(f"boot finished {_iso(bt.end[k])} after {_dur(int(bt.end[k] - bt.start[k]))} (systemd)")
+        else:
+            parts.append(f"kernel boot banner {_iso(bt.start[k])}, boot taken to end {_iso(bt.end[k])}")
+    if ls.responding[loss] >= 0:
+        parts.append(f"now responding {_iso(ls.responding[loss])}")
+    if ls.source[loss] == Source.LOSS_SILENT:
+        last = b.last_seen[ls.node[loss]] if b.last_seen is not None else np.iinfo(np.int64).min
+        seen = f"last line of the node {_iso(last)}" if last > np.iinfo(np.int64).min else "no line of the node"
+        parts.append(f"node silent ({seen})")
+    if open_at is not None:
+        parts.append(f"no boot or now responding by {_iso(open_at)}")
+    return "; ".join(parts)
+
+
+def failure_episodes(b: StateBuild) -> dict[str, np.ndarray]:
+    """Failure episodes of the episode timeline: a DOWN interval plus the DOWN/BOOTING intervals contiguous with it.
+
+    Returns arrays ``node``, ``start``, ``end`` (real, not clipped to the window), ``open`` (unresolved
+    at the end of the data read; ``end`` is then the window end), ``cause_silent`` and ``loss`` (index
+    of the loss behind the first DOWN interval, -1 if none).
+    """
+    tl = b.episodes_timeline if b.episodes_timeline is not None else b.timeline
+    ext_end = b.ext_end if b.episodes_timeline is not None else b.t_end
     down_like = (tl.state == State.DOWN) | (tl.state == State.BOOTING)
     same_node_prev = np.zeros(tl.node.size, bool)
     same_node_prev[1:] = (tl.node[1:] == tl.node[:-1]) & (tl.start[1:] == tl.end[:-1])
     prev_down_like = np.zeros(tl.node.size, bool)
     prev_down_like[1:] = down_like[:-1]
     run_start = down_like & ~(same_node_prev & prev_down_like)
-    run_id = np.cumsum(run_start) - 1
-    run_id = np.where(down_like, run_id, -1)
+    run_id = np.where(down_like, np.cumsum(run_start) - 1, -1)
     n_runs = int(run_start.sum())
     has_down = np.zeros(n_runs, bool)
     dmask = (tl.state == State.DOWN) & (run_id >= 0)
     has_down[run_id[dmask]] = True
     end = np.zeros(n_runs, np.int64)
     np.maximum.at(end, run_id[down_like], tl.end[down_like])
-    # first DOWN interval of each run gives start and cause
+    # first DOWN interval of each run gives the cause and the loss behind it
     first_down = np.full(n_runs, -1, np.int64)
     di = np.nonzero(dmask)[0]
     rid = run_id[di]
@@ -380,31 +558,88 @@ def failure_events_table(b: StateBuild, racks: dict[str, str] | None = None) -> 
     first_down[rid[firsts]] = di[firsts]
     sel = np.nonzero(has_down)[0]
     fd = first_down[sel]
-    start_of_run = np.nonzero(run_start)[0][sel]
-    start = tl.start[start_of_run]
-    cause = np.where(tl.source[fd] == Source.LOSS_SILENT, "loss+silent", "loss+boot")
-    evid = np.array(
-        [
-            "slurmctld not responding; node silent afterwards"
-            if c == "loss+silent"
-            else "slurmctld not responding, then boot (systemd/kernel)"
-            for c in cause
-        ],
-        object,
-    )
-    node_names = [b.nodes[i] for i in tl.node[fd]]
+    node = tl.node[fd].astype(np.int64)
+    start = tl.start[np.nonzero(run_start)[0][sel]]
+    end = end[sel]
+    is_open = end >= ext_end
+    end = np.where(is_open, np.maximum(b.t_end, start), end)
+    loss = np.full(node.size, -1, np.int64)
+    if b.losses is not None and b.losses.node.size:
+        ln, lst = b.losses.node, b.losses.start
+        for i, (nd, t) in enumerate(zip(node.tolist(), tl.start[fd].tolist(), strict=True)):
+            lo, hi = np.searchsorted(ln, nd, "left"), np.searchsorted(ln, nd, "right")
+            j = lo + int(np.searchsorted(lst[lo:hi], t, "right")) - 1
+            loss[i] = j if j >= lo else -1
+    return {
+        "node": node,
+        "start": start,
+        "end": end,
+        "open": is_open,
+        "cause_silent": tl.source[fd] == Source.LOSS_SILENT,
+        "loss": loss,
+    }
+
+
+def failure_events_table(b: StateBuild, racks: dict[str, str] | None = None) -> pa.Table:
+    """Failure events of the build: episodes starting in the window or still in effect at its start.
+
+    Paper Sec. II-C: a DOWN episode (DOWN and the BOOTING that ends it) of the overlaid timeline.
+    Start and end are the episode's own (not cut at the window edges); an episode unresolved in the
+    data read ends at the window end. Rows starting before the window update earlier partitions.
+    """
+    ep = failure_episodes(b)
+    keep = (ep["start"] < b.t_end) & ((ep["start"] >= b.t_start) | (ep["end"] > b.t_start))
+    idx = np.nonzero(keep)[0]
+    node_names = [b.nodes[i] for i in ep["node"][idx]]
+    cause = ["loss+silent" if c else "loss+boot" for c in ep["cause_silent"][idx]]
+    evid = [episode_evidence(b, int(ep["loss"][i]), b.t_end if ep["open"][i] else None) for i in idx]
     rack = [racks.get(n) if racks else None for n in node_names]
     return pa.table(
         {
             "node": pa.array(node_names, pa.string()),
-            "start": pa.array(start, pa.int64()).cast(pa.timestamp("ns", tz="UTC")),
-            "end": pa.array(end[sel], pa.int64()).cast(pa.timestamp("ns", tz="UTC")),
-            "cause": pa.array(cause.tolist(), pa.string()),
-            "evidence": pa.array(evid.tolist(), pa.string()),
+            "start": pa.array(ep["start"][idx], pa.int64()).cast(pa.timestamp("ns", tz="UTC")),
+            "end": pa.array(ep["end"][idx], pa.int64()).cast(pa.timestamp("ns", tz="UTC")),
+            "cause": pa.array(cause, pa.string()),
+            "evidence": pa.array(evid, pa.string()),
             "rack": pa.array(rack, pa.string()),
         },
         schema=FAILURE_EVENTS.arrow_schema(),
     )
+
+
+def carry_table(b: StateBuild, days: list[str]) -> dict[str, pa.Table]:
+    """Per built day, the losses still in effect at its end (staged ``state_carry``)."""
+    out: dict[str, pa.Table] = {}
+    ls = b.losses if b.losses is not None else loss_table(Events.empty(), len(b.nodes), b.t_end)[0]
+    names = pa.array(b.nodes, pa.string())
+    for day in days:
+        at = _day_ns(date.fromisoformat(day)) + DAY_NS
+        i = losses_active_at(ls, at)
+        seen = b.last_seen[ls.node[i]] if b.last_seen is not None else np.full(i.size, np.iinfo(np.int64).min)
+        out[day] = pa.table(
+            {
+                "node": names.take(pa.array(ls.node[i])),
+                "as_of": pa.array(np.full(i.size, at, np.int64), pa.int64()).cast(pa.timestamp("ns", tz="UTC")),
+                "loss_start": pa.array(ls.start[i], pa.int64()).cast(pa.timestamp("ns", tz="UTC")),
+                "last_seen": pa.array(seen, pa.int64(), mask=seen == np.iinfo(np.int64).min).cast(pa.timestamp("ns", tz="UTC")),
+                "state": pa.array(np.array(STATE_NAMES, object)[ls.state[i].astype(np.int64) - 1].tolist(), pa.string()),
+            },
+            schema=STATE_CARRY.arrow_schema(),
+        )
+    return out
+
+
+def read_carry(store, day: date, nodes: list[str]) -> tuple[Carry | None, int]:  # noqa: ANN001
+    """Losses in effect at the end of ``day`` from its ``state_carry`` partition (``None`` if that day was never built).
+
+    Also returns the number of carried rows on nodes outside ``nodes`` (dropped).
+    """
+    t = store.read_staged(STATE_CARRY.name, [day.isoformat()])
+    if t is None:
+        return None, 0
+    ni = _node_idx(t["node"], pa.array(nodes, pa.string()))
+    ok = ni >= 0
+    return Carry(ni[ok], _ns(t["loss_start"])[ok], _ns(t["last_seen"])[ok]), int((~ok).sum())
 
 
 # ------------------------------------------------------------------ store I/O
@@ -532,21 +767,53 @@ def write_cube(store, grid: np.ndarray, nodes: list[str], t_start: int, rebuild:
     return url
 
 
+def write_failure_events(store, fe: pa.Table, days: list[str], run_id: str, t_start: int) -> tuple[int, int]:  # noqa: ANN001
+    """Publish failure events: window partitions are replaced; episodes that began earlier update their own partition.
+
+    An episode that began before the window (still in effect at its start, e.g. open at the previous
+    day's end) replaces the row(s) of the same node overlapping it in the partition of its start date,
+    so day-by-day builds keep one row per episode. Returns (rows in the window, rows updated before it).
+    """
+    start_ns = pc.cast(fe["start"], pa.int64())
+    before = pc.less(start_ns, t_start)
+    rows = write_staged_by_day(store, FAILURE_EVENTS.name, fe.filter(pc.invert(before)), days, run_id)
+    early = fe.filter(before)
+    updated = 0
+    if early.num_rows:
+        d = pc.strftime(early["start"], format="%Y-%m-%d")
+        for day in sorted(set(d.to_pylist())):
+            new = early.filter(pc.equal(d, day))
+            old = store.read_staged(FAILURE_EVENTS.name, [day])
+            if old is not None and old.num_rows:
+                o_node, o_s, o_e = old["node"].to_pylist(), _ns(old["start"]), _ns(old["end"])
+                n_node, n_s, n_e = new["node"].to_pylist(), _ns(new["start"]), _ns(new["end"])
+                drop = np.zeros(old.num_rows, bool)
+                for nd, a, z in zip(n_node, n_s, n_e, strict=True):
+                    drop |= (np.array(o_node, object) == nd) & (o_s <= z) & (o_e >= a)
+                new = pa.concat_tables([old.filter(pa.array(~drop)).cast(FAILURE_EVENTS.arrow_schema()), new])
+            new = new.sort_by([("start", "ascending"), ("node", "ascending")])
+            _replace_partition(store, FAILURE_EVENTS.name, day, run_id, new)
+            updated += early.filter(pc.equal(d, day)).num_rows
+    return sum(rows.values()), updated
+
+
 def build_states(
-    store,
+    store,  # noqa: ANN001
     start: date,
     end: date,
     run_id: str,
     lookback_days: int = 1,
-    rebuild_cube: bool = False,  # noqa: ANN001
+    rebuild_cube: bool = False,
     nodes: list[str] | None = None,
     job_lookback_days: int = 14,
 ) -> dict[str, object]:
     """Derive states for UTC days ``[start, end)`` from staged inputs and publish all outputs.
 
-    Syslog and jobs are read from ``lookback_days`` before the window (a loss or job that began
-    earlier) to one day after (a "now responding" or boot that ends a loss inside the window);
-    jobs from ``job_lookback_days`` before (they are partitioned by submit time).
+    Syslog is read from ``lookback_days`` before the window to one day after (a "now responding" or
+    boot that ends a loss inside the window); jobs from ``job_lookback_days`` before (they are
+    partitioned by submit time). Losses still in effect at the end of the previous day (its
+    ``state_carry`` partition) are seeded at their real start, so day-by-day builds give the same
+    states and failure events as one build of the whole range, however long a node stays down.
     """
     days = day_range(start, end)
     ctx_days = day_range(start - timedelta(days=lookback_days), end + timedelta(days=1))
@@ -561,21 +828,32 @@ def build_states(
         node_set = sorted(nodes)
     if not node_set:
         raise StatesError("no nodes: stage topology or syslog/jobs first (nodewatch ingest ...)")
+    carry, carry_unknown = read_carry(store, start - timedelta(days=1), node_set)
     t0, t1 = _day_ns(start), _day_ns(end)
-    b = derive_from_tables(syslog, jobs, resv, node_set, t0, t1)
+    read_start, read_end = _day_ns(start - timedelta(days=lookback_days)), _day_ns(end + timedelta(days=1))
+    b = derive_from_tables(syslog, jobs, resv, node_set, t0, t1, carry=carry, read_start=read_start, read_end=read_end)
     b.counts.update(ncounts)
+    if carry is None:
+        b.counts["carry_previous_day_not_built"] = 1
+    if carry_unknown:
+        b.counts["carry_unknown_node"] = carry_unknown
     ns_on = timeline_table(b, overlay=True)
     ns_off = timeline_table(b, overlay=False)
     table = pa.concat_tables([ns_on, ns_off])
     rows_states = write_staged_by_day(store, "node_states", table, days, run_id)
     fe = failure_events_table(b, racks)
-    rows_fail = write_staged_by_day(store, "failure_events", fe, days, run_id)
+    rows_fail, rows_updated = write_failure_events(store, fe, days, run_id, t0)
+    if rows_updated:
+        b.counts["failure_events_updated_before_window"] = rows_updated
+    for day, t in carry_table(b, days).items():
+        _replace_partition(store, STATE_CARRY.name, day, run_id, t)
     grid = to_grid(b.timeline, len(node_set), t0, t1)
     cube = write_cube(store, grid, node_set, t0, rebuild=rebuild_cube)
     return {
         "build": b,
         "node_states_rows": sum(rows_states.values()),
-        "failure_events_rows": sum(rows_fail.values()),
+        "failure_events_rows": rows_fail,
+        "failure_events_updated": rows_updated,
         "cube": cube,
         "racks": racks,
         "days": days,

@@ -18,6 +18,8 @@ from models.states import (
     State,
     derive_states,
     derive_states_reference,
+    loss_table,
+    losses_active_at,
     to_grid,
 )
 
@@ -204,7 +206,47 @@ def test_overlapping_reservations_counted():
     )
     tl = _both(Events.empty(), lay, 1, 0, 5 * H)
     assert _pairs(tl) == [(0, H, "IDLE"), (H, 4 * H, "ADMIN_RESV"), (4 * H, 5 * H, "IDLE")]
-    assert tl.counts["overlapping_intervals"] == 1
+    assert tl.counts["overlapping_reservations"] == 1 and tl.counts["overlapping_jobs"] == 0
+
+
+def test_overlapping_jobs_counted_apart_from_reservations():
+    lay = Layers(
+        job_node=np.array([0, 0, 0]),
+        job_start=np.array([H, 2 * H, 6 * H]),
+        job_end=np.array([3 * H, 4 * H, 7 * H]),
+        job_ref=np.array([0, 1, 2]),
+        resv_node=np.array([0]),
+        resv_start=np.array([0]),
+        resv_end=np.array([5 * H]),
+        resv_state=np.array([State.RESERVED_IDLE]),
+        resv_ref=np.array([0]),
+    )
+    tl = _both(Events.empty(), lay, 1, 0, 8 * H)
+    assert tl.counts["overlapping_jobs"] == 1 and tl.counts["overlapping_reservations"] == 0
+
+
+def test_loss_table_and_losses_active_at():
+    """The unclipped loss table behind derive_states: real ends, the explaining boot, open losses."""
+    ev = _ev(
+        [
+            (0, 2 * H, Event.NOT_RESPONDING, 0),
+            (0, 5 * H, Event.STARTUP_FINISHED, 600 * S),
+            (0, 5 * H + 60 * S, Event.NOW_RESPONDING, 0),
+            (1, 3 * H, Event.NOT_RESPONDING, 0),
+        ]
+    )
+    losses, boots = loss_table(ev, 2, 4 * H)
+    assert losses.start.tolist() == [2 * H, 3 * H] and losses.end.tolist() == [5 * H + 60 * S, 4 * H]
+    assert losses.open.tolist() == [False, True]
+    assert losses.responding.tolist() == [5 * H + 60 * S, -1]
+    assert [State(x).name for x in losses.state] == ["DOWN", "DOWN"]
+    assert losses.source.tolist() == [Source.LOSS_BOOT, Source.LOSS_SILENT]
+    b = losses.boot[0]
+    assert boots.start[b] == 5 * H - 600 * S and boots.end[b] == 5 * H and losses.boot[1] == -1
+    # in effect at 4 h: both (node 1's loss is open at the end of the data); at 6 h: only the open one
+    assert losses_active_at(losses, 4 * H).tolist() == [0, 1]
+    assert losses_active_at(losses, 6 * H).tolist() == [1]
+    assert losses_active_at(losses, 2 * H).tolist() == []
 
 
 def _random_case(seed: int, n_nodes: int = 6):

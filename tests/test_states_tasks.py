@@ -164,7 +164,7 @@ def test_build_states_end_to_end(store):
     out = build_states(store, date(2026, 1, 1), date(2026, 1, 3), run_id="r1")
     b = out["build"]
     assert b.counts["job_node_entries_unknown_node"] == 1
-    assert b.counts["overlapping_intervals"] == 1
+    assert b.counts["overlapping_reservations"] == 1 and b.counts["overlapping_jobs"] == 0
     ns = store.read_staged("node_states").to_pandas()
     on = ns[ns.overlay]
     # per node and day, intervals tile the day
