@@ -106,6 +106,37 @@ def markdown_table(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _node_boxplots(pn_off: np.ndarray, pn_on: np.ndarray, nodes: list[str]) -> bytes:
+    """One boxplot per state of the per-node percentages, without and with the overlay (paper Figs. 4-6).
+
+    The node furthest above the upper whisker (Q3 + 1.5 IQR) of each box is labelled, as the paper
+    names node 426 (CONNECTION_LOSS), nodes 1200/1311/1319 (BOOTING) and node 7 (ADMIN_RESV).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axs = plt.subplots(2, 4, figsize=(14, 7))
+    for j, (ax, name) in enumerate(zip(axs.ravel(), STATE_NAMES, strict=True)):
+        data = [pn_off[:, j], pn_on[:, j]]
+        ax.boxplot([np.nan_to_num(d) for d in data], tick_labels=["w/o", "w/"])
+        for k, d in enumerate(data, start=1):
+            d = np.nan_to_num(d)
+            if d.size == 0:
+                continue
+            q1, q3 = np.percentile(d, [25, 75])
+            i = int(np.argmax(d))
+            if d[i] > q3 + 1.5 * (q3 - q1) and d[i] > 0:
+                ax.annotate(nodes[i], (k, d[i]), xytext=(4, 0), textcoords="offset points", fontsize=7)
+        ax.set_title(name, fontsize=9)
+        ax.tick_params(labelsize=7)
+    axs[0, 0].set_ylabel("% of time per node")
+    axs[1, 0].set_ylabel("% of time per node")
+    fig.suptitle("Per-node percent of time per state, without / with overlay (SaNSA Figs. 4-6)")
+    return _png(fig)
+
+
 def build_report(
     ns: pd.DataFrame,
     fe: pd.DataFrame,
@@ -142,24 +173,37 @@ def build_report(
     ax.legend()
     items.append(ReportItem("table2_system", "Percent of time per state, system (Table II)", t2, _png(fig)))
 
-    # per rack and per node (with overlay)
-    pr = sa.percent_time(t_on, rack_idx, len(rack_names))
-    t_rack = pd.DataFrame(pr.round(3), columns=STATE_NAMES)
-    t_rack = t_rack.assign(rack=rack_names, nodes=np.bincount(rack_idx, minlength=len(rack_names)))
-    t_rack = t_rack[["rack", "nodes", *STATE_NAMES]]
-    fig, ax = _fig(9, 4.5)
-    bottom = np.zeros(len(rack_names))
-    for j, s in enumerate(STATE_NAMES):
-        ax.bar(rack_names, pr[:, j], bottom=bottom, label=s)
-        bottom += np.nan_to_num(pr[:, j])
-    ax.set_ylabel("% of node-time")
-    ax.set_title("State mix per rack (w/ overlay)")
-    ax.legend(fontsize=7, ncol=4)
-    ax.tick_params(axis="x", rotation=60, labelsize=7)
-    items.append(ReportItem("table2_rack", "Percent of time per state per rack", t_rack, _png(fig)))
+    # per rack and per node, without and with the overlay (Table II at rack / node level)
+    import matplotlib.pyplot as plt
+
+    rack_nodes = np.bincount(rack_idx, minlength=len(rack_names))
+    views = (("without", t_off), ("with", t_on))
+    fig, axs = plt.subplots(1, 2, figsize=(14, 4.5), sharey=True)
+    rack_tabs = []
+    for ax, (label, t) in zip(axs, views, strict=True):
+        pr = sa.percent_time(t, rack_idx, len(rack_names))
+        rack_tabs.append(pd.DataFrame(pr.round(3), columns=STATE_NAMES).assign(rack=rack_names, nodes=rack_nodes, overlay=label))
+        bottom = np.zeros(len(rack_names))
+        for j, s in enumerate(STATE_NAMES):
+            ax.bar(rack_names, pr[:, j], bottom=bottom, label=s)
+            bottom += np.nan_to_num(pr[:, j])
+        ax.set_title(f"State mix per rack ({label} overlay)")
+        ax.tick_params(axis="x", rotation=60, labelsize=7)
+    axs[0].set_ylabel("% of node-time")
+    axs[1].legend(fontsize=7, ncol=4)
+    t_rack = pd.concat(rack_tabs, ignore_index=True)[["rack", "nodes", "overlay", *STATE_NAMES]]
+    items.append(ReportItem("table2_rack", "Percent of time per state per rack, without and with the overlay", t_rack, _png(fig)))
+    pn_off = sa.percent_time(t_off)
     pn = sa.percent_time(t_on)
-    t_node = pd.DataFrame(pn.round(4), columns=STATE_NAMES).assign(node=nodes, rack=[racks.get(x) for x in nodes])
-    t_node = t_node[["node", "rack", *STATE_NAMES]]
+    node_racks = [racks.get(x) for x in nodes]
+    t_node = pd.concat(
+        [
+            pd.DataFrame(v.round(4), columns=STATE_NAMES).assign(node=nodes, rack=node_racks, overlay=label)
+            for label, v in (("without", pn_off), ("with", pn))
+        ],
+        ignore_index=True,
+    )[["node", "rack", "overlay", *STATE_NAMES]]
+    node_png = _node_boxplots(pn_off, pn, nodes)
 
     # transitions w/o and w/ overlay (Figs. 9-10)
     rows = []
@@ -180,8 +224,6 @@ def build_report(
                         }
                     )
     t_tr = pd.DataFrame(rows, columns=["overlay", "from", "to", "count", "probability"])
-    import matplotlib.pyplot as plt
-
     fig, axs = plt.subplots(1, 2, figsize=(12, 5))
     for ax, (label, p) in zip(axs, mats, strict=True):
         im = ax.imshow(np.nan_to_num(p), vmin=0, vmax=1, cmap="viridis")
@@ -310,7 +352,7 @@ def build_report(
     ax.set_yticks(range(len(rack_names)), rack_names, fontsize=6)
     ax.set_title("Failure starts by rack; red = correlated failure (Sec. III-E)")
     items.append(ReportItem("correlated_failures", "Correlated failures (Sec. III-E)", t_cf, _png(fig)))
-    items.append(ReportItem("node_percent", "Percent of time per state per node (w/ overlay)", t_node, b""))
+    items.append(ReportItem("node_percent", "Percent of time per state per node, without and with the overlay", t_node, node_png))
     return items
 
 

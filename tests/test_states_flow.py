@@ -108,7 +108,16 @@ def test_states_flows_end_to_end(store, prefect_harness):
     r = states_report(date(2026, 3, 1), date(2026, 3, 6), store=store.url)
     assert r["status"] == "completed"
     outs = r["outputs"]
-    for name in ("table2_system", "transitions", "table3_time_between", "anomalies", "rack_underuse", "correlated_failures"):
+    for name in (
+        "table2_system",
+        "table2_rack",
+        "node_percent",
+        "transitions",
+        "table3_time_between",
+        "anomalies",
+        "rack_underuse",
+        "correlated_failures",
+    ):
         with store.fs.open(outs[name]["png"], "rb") as f:
             assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     cf = pd.read_csv(outs["correlated_failures"]["csv"])
@@ -118,11 +127,24 @@ def test_states_flows_end_to_end(store, prefect_harness):
     t2 = pd.read_csv(outs["table2_system"]["csv"]).set_index("state")
     assert t2.pct_time_with_overlay.sum() == pytest.approx(100, abs=0.01)
     assert t2.loc["ADMIN_RESV", "pct_time_without_overlay"] == 0 and t2.loc["ADMIN_RESV", "pct_time_with_overlay"] > 0
+    # Table II per rack and per node in both views
+    tr = pd.read_csv(outs["table2_rack"]["csv"])
+    assert sorted(set(tr.overlay)) == ["with", "without"] and len(tr) == 8
+    tn = pd.read_csv(outs["node_percent"]["csv"]).set_index(["node", "overlay"])
+    assert len(tn) == 32
+    assert tn.loc[("cn012", "without"), "ADMIN_RESV"] == 0 and tn.loc[("cn012", "with"), "ADMIN_RESV"] > 0
     an = pd.read_csv(outs["anomalies"]["csv"])
     assert "cn015" in set(an.node)  # stuck DOWN for a day
     with get_client(sync_client=True) as c:
         keys = {a.key for a in c.read_artifacts()}
-    assert {"states-table2-system", "states-anomalies", "states-table2-system-png", "states-report"} <= keys
+    assert {
+        "states-table2-system",
+        "states-anomalies",
+        "states-table2-system-png",
+        "states-report",
+        "states-node-percent-png",
+        "states-table2-rack-png",
+    } <= keys
     manifests = [store.read_json("runs", f"{rid}.json") for rid in store.list_runs()]
     assert {x["flow"] for x in manifests} >= {"states_build", "states_report"}
 

@@ -76,6 +76,7 @@ def test_classify_hostlist_unknown_and_garbage():
     assert c.counts["not_responding_unparsed_hostlist"] == 1
     assert c.counts["startup_finished_unparsed"] == 1
     assert c.counts["events_duplicate"] == 2
+    assert c.counts["events_out_of_order"] == 1  # cn01's Startup finished (01:50) comes after its 02:00 line
     assert c.last_seen[2] == pd.Timestamp("2026-01-01T05:00Z").value
 
 
