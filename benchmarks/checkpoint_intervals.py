@@ -59,13 +59,19 @@ def main() -> None:
     rel = float(np.max(np.abs(lc - vec.cost_h) / np.abs(lc)))
     ok = bool(same_never.all() and max_steps <= 1.0 + 1e-9 and rel <= 1e-6)
     print(f"load average (1 min): {os.getloadavg()[0]:.1f}")
-    print(f"loop baseline: {a.loop_shapes} shapes in {loop_s:.3f} s wall, {loop_cpu:.3f} s CPU "
-          f"= {a.loop_shapes / loop_cpu:.1f} intervals per CPU-second")
-    print(f"vectorised, same shapes: {vec_s:.4f} s wall, {vec_cpu:.4f} s CPU "
-          f"= {a.loop_shapes / vec_cpu:.1f} intervals per CPU-second")
+    print(
+        f"loop baseline: {a.loop_shapes} shapes in {loop_s:.3f} s wall, {loop_cpu:.3f} s CPU "
+        f"= {a.loop_shapes / loop_cpu:.1f} intervals per CPU-second"
+    )
+    print(
+        f"vectorised, same shapes: {vec_s:.4f} s wall, {vec_cpu:.4f} s CPU "
+        f"= {a.loop_shapes / vec_cpu:.1f} intervals per CPU-second"
+    )
     print(f"wall-clock ratio={loop_s / vec_s:.1f} (noisy on a shared machine; ratio below is CPU time)")
-    print(f"agreement: never-flags equal={bool(same_never.all())}, max |period diff|={max_steps:.3f} grid steps, "
-          f"max rel cost diff={rel:.2e} -> {'OK' if ok else 'MISMATCH'}")
+    print(
+        f"agreement: never-flags equal={bool(same_never.all())}, max |period diff|={max_steps:.3f} grid steps, "
+        f"max rel cost diff={rel:.2e} -> {'OK' if ok else 'MISMATCH'}"
+    )
 
     t, tc, m, w = _shapes(a.table_shapes, seed=2)
     best = best_cpu = np.inf
@@ -74,9 +80,11 @@ def main() -> None:
         aware_interval(t, tc, m, w)
         best = min(best, time.perf_counter() - t0)
         best_cpu = min(best_cpu, time.process_time() - c0)
-    print(f"table: {a.table_shapes} shapes in {best:.3f} s wall = {a.table_shapes / best:,.0f} intervals/s; "
-          f"{best_cpu:.3f} s CPU = {a.table_shapes / best_cpu:,.0f} intervals per CPU-second "
-          f"(goal >= 10,000/s; thesis reference 400/s)")
+    print(
+        f"table: {a.table_shapes} shapes in {best:.3f} s wall = {a.table_shapes / best:,.0f} intervals/s; "
+        f"{best_cpu:.3f} s CPU = {a.table_shapes / best_cpu:,.0f} intervals per CPU-second "
+        f"(goal >= 10,000/s; thesis reference 400/s)"
+    )
     print(f"ratio={loop_cpu / vec_cpu:.1f}")
 
 

@@ -29,13 +29,22 @@ def run_tables(
     failures: list[str] | None = None,
     failure_table: str = "failures",
     machine_nodes: int | None = None,
+    group_by: str = "system",
+    purpose: str | None = "compute",
+    window_start: str | None = None,
+    window_end: str | None = None,
     ckpt_costs_h: list[float] | None = None,
     ckpt_size_gib: float | None = None,
     fs_bandwidth_gib_s: float | None = None,
     grid: bool = True,
     restart_h: float = 0.0,
 ) -> dict[str, Any]:
-    """Body of :func:`checkpoint_tables` (usable without Prefect); returns the manifest as a dict."""
+    """Body of :func:`checkpoint_tables` (usable without Prefect); returns the manifest as a dict.
+
+    ``failures`` are fitted per ``group_by`` value on records whose purpose contains ``purpose`` (None:
+    all), censored at ``window_end`` (ISO time; default: the records' first..last record, see
+    docs/checkpoint.md).
+    """
     st = Store(load_settings(store=store).store)
     fms = [FailureModel(**m) for m in (models or [])]
     costs = [CkptCost.fixed(h) for h in (ckpt_costs_h or [])]
@@ -43,13 +52,38 @@ def run_tables(
         if ckpt_size_gib is None or fs_bandwidth_gib_s is None:
             raise ValueError("give both the checkpoint size per node and the file-system bandwidth")
         costs.append(CkptCost.from_io(ckpt_size_gib, fs_bandwidth_gib_s))
-    params = {"jobs": jobs, "system": system, "models": models or [], "failures": failures or [], "failure_table": failure_table,
-              "machine_nodes": machine_nodes, "ckpt_costs_h": ckpt_costs_h, "ckpt_size_gib": ckpt_size_gib,
-              "fs_bandwidth_gib_s": fs_bandwidth_gib_s, "grid": grid, "restart_h": restart_h}
+    params = {
+        "jobs": jobs,
+        "system": system,
+        "models": models or [],
+        "failures": failures or [],
+        "failure_table": failure_table,
+        "machine_nodes": machine_nodes,
+        "group_by": group_by,
+        "purpose": purpose,
+        "window_start": window_start,
+        "window_end": window_end,
+        "ckpt_costs_h": ckpt_costs_h,
+        "ckpt_size_gib": ckpt_size_gib,
+        "fs_bandwidth_gib_s": fs_bandwidth_gib_s,
+        "grid": grid,
+        "restart_h": restart_h,
+    }
     return run_checkpoint_tables(
-        st, jobs=jobs, system=system, failure_models=fms, failure_systems=failures or [], failure_table=failure_table,
+        st,
+        jobs=jobs,
+        system=system,
+        failure_models=fms,
+        failure_systems=failures or [],
+        failure_table=failure_table,
         machine_nodes=machine_nodes,
-        ckpt_costs=costs or None, grid=grid, restart_h=restart_h, parameters=params,
+        group_by=group_by,
+        purpose=purpose,
+        window=(window_start, window_end) if (window_start or window_end) else None,
+        ckpt_costs=costs or None,
+        grid=grid,
+        restart_h=restart_h,
+        parameters=params,
     )
 
 
@@ -67,6 +101,10 @@ def checkpoint_tables(
     failures: list[str] | None = None,
     failure_table: str = "failures",
     machine_nodes: int | None = None,
+    group_by: str = "system",
+    purpose: str | None = "compute",
+    window_start: str | None = None,
+    window_end: str | None = None,
     ckpt_costs_h: list[float] | None = None,
     ckpt_size_gib: float | None = None,
     fs_bandwidth_gib_s: float | None = None,
@@ -74,12 +112,29 @@ def checkpoint_tables(
     restart_h: float = 0.0,
 ) -> dict[str, Any]:
     """Checkpoint-interval tables (Young, Daly, aware) for job shapes x checkpoint costs x failure models."""
-    m = _tables(store=store, jobs=jobs, system=system, models=models, failures=failures, failure_table=failure_table,
-                machine_nodes=machine_nodes,
-                ckpt_costs_h=ckpt_costs_h, ckpt_size_gib=ckpt_size_gib, fs_bandwidth_gib_s=fs_bandwidth_gib_s,
-                grid=grid, restart_h=restart_h)
-    create_table_artifact(m["notes"]["summary"], key=artifact_key("checkpoint-tables-summary"),
-                          description=f"checkpoint tables run {m['run_id']}: savings of aware vs Daly/Young")
+    m = _tables(
+        store=store,
+        jobs=jobs,
+        system=system,
+        models=models,
+        failures=failures,
+        failure_table=failure_table,
+        machine_nodes=machine_nodes,
+        group_by=group_by,
+        purpose=purpose,
+        window_start=window_start,
+        window_end=window_end,
+        ckpt_costs_h=ckpt_costs_h,
+        ckpt_size_gib=ckpt_size_gib,
+        fs_bandwidth_gib_s=fs_bandwidth_gib_s,
+        grid=grid,
+        restart_h=restart_h,
+    )
+    create_table_artifact(
+        m["notes"]["summary"],
+        key=artifact_key("checkpoint-tables-summary"),
+        description=f"checkpoint tables run {m['run_id']}: savings of aware vs Daly/Young",
+    )
     st = Store(load_settings(store=store).store)
     with st.fs.open(st.path(AREA, m["run_id"], "table.md"), "rb") as f:
         md = f.read().decode()

@@ -69,7 +69,9 @@ def _nonnegative(name: str, value: np.typing.ArrayLike) -> np.ndarray:
 
 
 def validate_job(
-    runtime_h: np.typing.ArrayLike, ckpt_cost_h: np.typing.ArrayLike, mtbf_h: np.typing.ArrayLike,
+    runtime_h: np.typing.ArrayLike,
+    ckpt_cost_h: np.typing.ArrayLike,
+    mtbf_h: np.typing.ArrayLike,
     shape: np.typing.ArrayLike = 1.0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Check and broadcast job parameters (Frank, sec. 3.3.1 vector ``s = (t_c, tau, M, t, t_f)``).
@@ -84,9 +86,7 @@ def validate_job(
     t, tc, m, w = np.broadcast_arrays(t, tc, m, w)
     if np.any(tc >= t):
         i = int(np.argmax((tc >= t).ravel()))
-        raise ValueError(
-            f"checkpoint cost {tc.ravel()[i]:g} h must be shorter than the runtime {t.ravel()[i]:g} h"
-        )
+        raise ValueError(f"checkpoint cost {tc.ravel()[i]:g} h must be shorter than the runtime {t.ravel()[i]:g} h")
     return t.astype(float), tc.astype(float), m.astype(float), w.astype(float)
 
 
@@ -325,13 +325,15 @@ def aware_interval(
     never = (never_cost < out_cost) | (out_tu > t * (1 + _EPS))
     out_cost = np.where(never, never_cost, out_cost)
     out_tu = np.where(never, np.inf, out_tu)
-    return AwareIntervals(
-        tau_h=out_tu - tc, period_h=out_tu, cost_h=out_cost, never=never, p_fail=pt, never_cost_h=never_cost
-    )
+    return AwareIntervals(tau_h=out_tu - tc, period_h=out_tu, cost_h=out_cost, never=never, p_fail=pt, never_cost_h=never_cost)
 
 
 def aware_interval_loop(
-    runtime_h: float, ckpt_cost_h: float, mtbf_h: float, shape: float = 1.0, restart_h: float = 0.0,
+    runtime_h: float,
+    ckpt_cost_h: float,
+    mtbf_h: float,
+    shape: float = 1.0,
+    restart_h: float = 0.0,
     step_h: float = GRID_STEP_H,
 ) -> tuple[float, float]:
     """Algorithm 1 written literally (Frank, sec. 3.3.2): a Python loop over the grid, eq. 3.8 per point.

@@ -178,10 +178,17 @@ def fit_weibull(gaps_h: np.typing.ArrayLike, censored: np.typing.ArrayLike, leve
     se_logm = math.sqrt(max(float(grad @ cov @ grad), 0.0))
     ks = _ks(x[obs], stats.weibull_min(k, scale=lam).cdf)
     return Fit(
-        "weibull", k, lam, mtbf,
+        "weibull",
+        k,
+        lam,
+        mtbf,
         (mtbf * math.exp(-z * se_logm), mtbf * math.exp(z * se_logm)),
         (k * math.exp(-z * se_logk), k * math.exp(z * se_logk)),
-        ll, 2 * 2 - 2 * ll, *ks, d, int(c.sum()),
+        ll,
+        2 * 2 - 2 * ll,
+        *ks,
+        d,
+        int(c.sum()),
     )
 
 

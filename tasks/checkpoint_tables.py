@@ -73,8 +73,9 @@ class CkptCost:
     @classmethod
     def from_io(cls, size_gib: float, bandwidth_gib_s: float) -> CkptCost:
         """A cost derived from per-node checkpoint size and file-system bandwidth."""
-        return cls(label=f"{size_gib:g}GiB-per-node-at-{bandwidth_gib_s:g}GiBps", size_gib=size_gib,
-                   bandwidth_gib_s=bandwidth_gib_s)
+        return cls(
+            label=f"{size_gib:g}GiB-per-node-at-{bandwidth_gib_s:g}GiBps", size_gib=size_gib, bandwidth_gib_s=bandwidth_gib_s
+        )
 
     def hours_for(self, nodes: np.ndarray) -> np.ndarray:
         """Checkpoint cost in hours for jobs on ``nodes`` nodes."""
@@ -88,10 +89,19 @@ def default_shape_grid(nodes: Sequence[int] = DEFAULT_NODES, runtimes_h: Sequenc
     """The default grid of shapes (nodes x runtime) in the :data:`tasks.shapes.SHAPE_COLUMNS` layout (no jobs)."""
     n, r = np.meshgrid(np.asarray(nodes, np.int64), np.asarray(runtimes_h, float), indexing="ij")
     n, r = n.ravel(), r.ravel()
-    return pd.DataFrame({
-        "nodes_lo": n, "nodes_hi": n, "runtime_lo_h": r, "runtime_hi_h": r, "nodes_rep": n, "runtime_rep_h": r,
-        "jobs": np.zeros(n.size, np.int64), "node_hours": np.zeros(n.size), "share_node_hours": np.zeros(n.size),
-    })[list(SHAPE_COLUMNS)]
+    return pd.DataFrame(
+        {
+            "nodes_lo": n,
+            "nodes_hi": n,
+            "runtime_lo_h": r,
+            "runtime_hi_h": r,
+            "nodes_rep": n,
+            "runtime_rep_h": r,
+            "jobs": np.zeros(n.size, np.int64),
+            "node_hours": np.zeros(n.size),
+            "share_node_hours": np.zeros(n.size),
+        }
+    )[list(SHAPE_COLUMNS)]
 
 
 def compute_table(
@@ -170,10 +180,12 @@ def compute_table(
             "saving_vs_young_pct": v(pct_y, dims3, "%", "E_C saving of aware vs Young"),
             "saving_vs_daly_node_hours": v(nh_d, dims3, "node h", "node-hours saved per job vs Daly"),
             "saving_vs_young_node_hours": v(nh_y, dims3, "node h", "node-hours saved per job vs Young"),
-            "saving_vs_daly_node_hours_weighted": v(nh_d * jobs[:, None, None], dims3, "node h",
-                                                    "node-hours saved vs Daly x jobs of the shape"),
-            "saving_vs_young_node_hours_weighted": v(nh_y * jobs[:, None, None], dims3, "node h",
-                                                     "node-hours saved vs Young x jobs of the shape"),
+            "saving_vs_daly_node_hours_weighted": v(
+                nh_d * jobs[:, None, None], dims3, "node h", "node-hours saved vs Daly x jobs of the shape"
+            ),
+            "saving_vs_young_node_hours_weighted": v(
+                nh_y * jobs[:, None, None], dims3, "node h", "node-hours saved vs Young x jobs of the shape"
+            ),
         },
         coords={
             "shape": np.arange(s, dtype=np.int64),
@@ -198,7 +210,7 @@ def compute_table(
             "grid_step_h": 1.0 / 60.0,
             "restart_h": float(restart_h),
             "methods": "young: sqrt(2 M tc); daly_first_order: sqrt(2 M tc) + tc; daly: Daly 2006 higher order; "
-                       "aware: Algorithm 1 over eq. 3.8 (1-min grid + the classical intervals + never)",
+            "aware: Algorithm 1 over eq. 3.8 (1-min grid + the classical intervals + never)",
         },
     )
     return ds
@@ -207,21 +219,61 @@ def compute_table(
 # --------------------------------------------------------------------------- outputs
 def table_frame(ds: xr.Dataset) -> pd.DataFrame:
     """Long table: one row per shape x ckpt cost x failure model, one column per method value."""
-    base = ds[["ckpt_cost_h", "job_mtbf_h", "p_fail", "never_checkpoint", "checkpointable", "saving_vs_daly_pct",
-               "saving_vs_young_pct", "saving_vs_daly_node_hours", "saving_vs_young_node_hours",
-               "saving_vs_daly_node_hours_weighted", "saving_vs_young_node_hours_weighted"]]
+    base = ds[
+        [
+            "ckpt_cost_h",
+            "job_mtbf_h",
+            "p_fail",
+            "never_checkpoint",
+            "checkpointable",
+            "saving_vs_daly_pct",
+            "saving_vs_young_pct",
+            "saving_vs_daly_node_hours",
+            "saving_vs_young_node_hours",
+            "saving_vs_daly_node_hours_weighted",
+            "saving_vs_young_node_hours_weighted",
+        ]
+    ]
     df = base.to_dataframe().reset_index()
     for var, prefix in (("interval_h", "interval"), ("expected_cost_h", "cost"), ("expected_makespan_h", "makespan")):
-        wide = ds[var].to_dataframe().reset_index().pivot_table(
-            index=["shape", "ckpt_cost", "failure_model"], columns="method", values=var, dropna=False)
+        wide = (
+            ds[var]
+            .to_dataframe()
+            .reset_index()
+            .pivot_table(index=["shape", "ckpt_cost", "failure_model"], columns="method", values=var, dropna=False)
+        )
         wide.columns = [f"{prefix}_{m}_h" for m in wide.columns]
         df = df.merge(wide.reset_index(), on=["shape", "ckpt_cost", "failure_model"], how="left")
-    keep = ["shape", "shape_source", "nodes_lo", "nodes_hi", "nodes", "runtime_lo_h", "runtime_hi_h", "runtime_h", "jobs",
-            "node_hours", "ckpt_cost", "ckpt_cost_h", "failure_model", "mtbf_node_h", "weibull_shape", "job_mtbf_h",
-            "p_fail", "checkpointable", "never_checkpoint"]
+    keep = [
+        "shape",
+        "shape_source",
+        "nodes_lo",
+        "nodes_hi",
+        "nodes",
+        "runtime_lo_h",
+        "runtime_hi_h",
+        "runtime_h",
+        "jobs",
+        "node_hours",
+        "ckpt_cost",
+        "ckpt_cost_h",
+        "failure_model",
+        "mtbf_node_h",
+        "weibull_shape",
+        "job_mtbf_h",
+        "p_fail",
+        "checkpointable",
+        "never_checkpoint",
+    ]
     keep += [f"{p}_{m}_h" for p in ("interval", "cost", "makespan") for m in METHODS]
-    keep += ["saving_vs_daly_pct", "saving_vs_young_pct", "saving_vs_daly_node_hours", "saving_vs_young_node_hours",
-             "saving_vs_daly_node_hours_weighted", "saving_vs_young_node_hours_weighted"]
+    keep += [
+        "saving_vs_daly_pct",
+        "saving_vs_young_pct",
+        "saving_vs_daly_node_hours",
+        "saving_vs_young_node_hours",
+        "saving_vs_daly_node_hours_weighted",
+        "saving_vs_young_node_hours_weighted",
+    ]
     return df[keep].sort_values(["failure_model", "ckpt_cost", "shape"], kind="stable").reset_index(drop=True)
 
 
@@ -240,41 +292,66 @@ def summary_rows(ds: xr.Dataset) -> list[dict[str, Any]]:
             ok = sel.checkpointable.values
             js = ok & (sel.shape_source.values == "jobs")
             w_d, w_y = sel.saving_vs_daly_node_hours_weighted.values, sel.saving_vs_young_node_hours_weighted.values
-            out.append({
-                "failure_model": str(fm), "ckpt_cost": str(ck), "checkpointable_shapes": int(ok.sum()),
-                "never_checkpoint_shapes": int(sel.never_checkpoint.values[ok].sum()),
-                "mean_saving_vs_daly_pct": round(float(np.nanmean(sel.saving_vs_daly_pct.values[ok])), 3) if ok.any() else None,
-                "mean_saving_vs_young_pct": round(float(np.nanmean(sel.saving_vs_young_pct.values[ok])), 3) if ok.any() else None,
-                "job_node_hours_saved_vs_daly": round(float(np.nansum(w_d[js])), 3),
-                "job_node_hours_saved_vs_young": round(float(np.nansum(w_y[js])), 3),
-            })
+            out.append(
+                {
+                    "failure_model": str(fm),
+                    "ckpt_cost": str(ck),
+                    "checkpointable_shapes": int(ok.sum()),
+                    "never_checkpoint_shapes": int(sel.never_checkpoint.values[ok].sum()),
+                    "mean_saving_vs_daly_pct": round(float(np.nanmean(sel.saving_vs_daly_pct.values[ok])), 3)
+                    if ok.any()
+                    else None,
+                    "mean_saving_vs_young_pct": round(float(np.nanmean(sel.saving_vs_young_pct.values[ok])), 3)
+                    if ok.any()
+                    else None,
+                    "job_node_hours_saved_vs_daly": round(float(np.nansum(w_d[js])), 3),
+                    "job_node_hours_saved_vs_young": round(float(np.nansum(w_y[js])), 3),
+                }
+            )
     return out
 
 
 def markdown(ds: xr.Dataset, run_id: str, top: int = 15) -> str:
     """Human summary: models, totals, the default-grid interval table and the most-used job shapes."""
-    lines = [f"# Checkpoint intervals — run `{run_id}`", "",
-             "Intervals are compute hours between checkpoints (Frank ch. 3); cost = expected checkpoint + "
-             "lost-work hours E_C (eq. 3.8); saving = aware vs Daly's higher-order interval.", "",
-             "| failure model | node MTBF (h) | Weibull shape | source |", "|---|---|---|---|"]
+    lines = [
+        f"# Checkpoint intervals — run `{run_id}`",
+        "",
+        "Intervals are compute hours between checkpoints (Frank ch. 3); cost = expected checkpoint + "
+        "lost-work hours E_C (eq. 3.8); saving = aware vs Daly's higher-order interval.",
+        "",
+        "| failure model | node MTBF (h) | Weibull shape | source |",
+        "|---|---|---|---|",
+    ]
     for fm in ds.failure_model.values:
         r = ds.sel(failure_model=fm)
         lines.append(f"| {fm} | {float(r.mtbf_node_h):,.0f} | {float(r.weibull_shape):.3f} | {r.model_source.item()} |")
-    lines += ["", "## Totals", "", "| failure model | ckpt cost | shapes | never | mean saving vs Daly % | vs Young % "
-              "| job node-h saved vs Daly | vs Young |", "|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Totals",
+        "",
+        "| failure model | ckpt cost | shapes | never | mean saving vs Daly % | vs Young % "
+        "| job node-h saved vs Daly | vs Young |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in summary_rows(ds):
-        lines.append(f"| {r['failure_model']} | {r['ckpt_cost']} | {r['checkpointable_shapes']} | {r['never_checkpoint_shapes']} "
-                     f"| {r['mean_saving_vs_daly_pct']} | {r['mean_saving_vs_young_pct']} "
-                     f"| {r['job_node_hours_saved_vs_daly']:,.1f} | {r['job_node_hours_saved_vs_young']:,.1f} |")
+        lines.append(
+            f"| {r['failure_model']} | {r['ckpt_cost']} | {r['checkpointable_shapes']} | {r['never_checkpoint_shapes']} "
+            f"| {r['mean_saving_vs_daly_pct']} | {r['mean_saving_vs_young_pct']} "
+            f"| {r['job_node_hours_saved_vs_daly']:,.1f} | {r['job_node_hours_saved_vs_young']:,.1f} |"
+        )
     grid = ds.shape_source.values == "grid"
     ck = ds.ckpt_cost.values[len(ds.ckpt_cost) // 2]
     if grid.any():
         for fm in ds.failure_model.values:
             sel = ds.sel(failure_model=fm, ckpt_cost=ck).isel(shape=np.flatnonzero(grid))
             runtimes = sorted(set(sel.runtime_h.values.tolist()))
-            lines += ["", f"## Default grid, {fm}, checkpoint cost {ck}: aware interval h (saving vs Daly %)", "",
-                      "| nodes \\ runtime | " + " | ".join(f"{r:g} h" for r in runtimes) + " |",
-                      "|---" * (len(runtimes) + 1) + "|"]
+            lines += [
+                "",
+                f"## Default grid, {fm}, checkpoint cost {ck}: aware interval h (saving vs Daly %)",
+                "",
+                "| nodes \\ runtime | " + " | ".join(f"{r:g} h" for r in runtimes) + " |",
+                "|---" * (len(runtimes) + 1) + "|",
+            ]
             for n in sorted(set(sel.nodes.values.tolist())):
                 cells = []
                 for r in runtimes:
@@ -291,9 +368,13 @@ def markdown(ds: xr.Dataset, run_id: str, top: int = 15) -> str:
         fm = ds.failure_model.values[0]
         sel = ds.sel(failure_model=fm, ckpt_cost=ck).isel(shape=np.flatnonzero(jobs))
         order = np.argsort(-sel.node_hours.values, kind="stable")[:top]
-        lines += ["", f"## Most-used job shapes ({fm}, checkpoint cost {ck})", "",
-                  "| nodes | runtime h | jobs | P(fail) | aware | Daly | Young | saving vs Daly % | node-h saved |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"## Most-used job shapes ({fm}, checkpoint cost {ck})",
+            "",
+            "| nodes | runtime h | jobs | P(fail) | aware | Daly | Young | saving vs Daly % | node-h saved |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for i in order:
             one = sel.isel(shape=int(i))
             iv = one.interval_h
@@ -302,7 +383,8 @@ def markdown(ds: xr.Dataset, run_id: str, top: int = 15) -> str:
                 f"| {float(one.p_fail):.3f} "
                 f"| {_fmt_h(float(iv.sel({'method': 'aware'})))} | {_fmt_h(float(iv.sel({'method': 'daly'})))} "
                 f"| {_fmt_h(float(iv.sel({'method': 'young'})))} | {float(one.saving_vs_daly_pct):.1f} "
-                f"| {float(one.saving_vs_daly_node_hours_weighted):,.1f} |")
+                f"| {float(one.saving_vs_daly_node_hours_weighted):,.1f} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -333,7 +415,7 @@ def plot_cost_curves(ds: xr.Dataset, path: Path, n_shapes: int = 4, restart_h: f
         period, c = cost_grid(t, tc, m, w, restart_h)
         ax.plot(period - tc, c[0], lw=1, label="E_C (eq. 3.8)")
         for meth, mark in zip(METHODS, ("v", "^", "s", "o"), strict=True):
-            tau = float(one.interval_h.sel({'method': meth}))
+            tau = float(one.interval_h.sel({"method": meth}))
             if np.isfinite(tau) and tau + tc <= t:
                 ax.plot([tau], [float(expected_cost(t, tau, tc, m, w, restart_h))], mark, label=meth)
         ax.axhline(float(one.expected_cost_h.sel({"method": "aware"})) if bool(one.never_checkpoint) else np.nan, ls=":", c="k")
@@ -403,8 +485,16 @@ def zarr_encoding(ds: xr.Dataset) -> dict[str, dict[str, Any]]:
     return enc
 
 
-def write_outputs(store: Any, ds: xr.Dataset, run_id: str, restart_h: float = 0.0) -> dict[str, str]:
-    """Write table.zarr, table.csv, table.md and plots under ``tables/checkpoint/<run_id>/``."""
+def write_outputs(
+    store: Any,
+    ds: xr.Dataset,
+    run_id: str,
+    restart_h: float = 0.0,
+    fits: pd.DataFrame | None = None,
+    fit_counts: dict[str, Any] | None = None,
+) -> dict[str, str]:
+    """Write table.zarr, table.csv, table.md, plots (and fits.csv when models were fitted) under
+    ``tables/checkpoint/<run_id>/``."""
     from schemas.names import check_path_token
 
     check_path_token(run_id, "run id")
@@ -413,7 +503,11 @@ def write_outputs(store: Any, ds: xr.Dataset, run_id: str, restart_h: float = 0.
         root = Path(tmp)
         ds.to_zarr(root / "table.zarr", mode="w", zarr_format=3, consolidated=False, encoding=zarr_encoding(ds))
         table_frame(ds).to_csv(root / "table.csv", index=False, float_format="%.6g")
-        (root / "table.md").write_text(markdown(ds, run_id))
+        md = markdown(ds, run_id)
+        if fits is not None and len(fits):
+            fit_table(fits).to_csv(root / "fits.csv", index=False, float_format="%.6g")
+            md += "\n".join(fits_markdown(fit_table(fits), fit_counts)) + "\n"
+        (root / "table.md").write_text(md)
         plot_cost_curves(ds, root / "plots" / "cost_vs_interval.png", restart_h=restart_h)
         for fm in ds.failure_model.values:
             for ck in ds.ckpt_cost.values:
@@ -425,6 +519,8 @@ def write_outputs(store: Any, ds: xr.Dataset, run_id: str, restart_h: float = 0.
                 store.write_bytes(p.read_bytes(), AREA, run_id, rel)
         for name in ("table.zarr", "table.csv", "table.md"):
             out[name] = store.url_of(AREA, run_id, name)
+        if (root / "fits.csv").exists():
+            out["fits.csv"] = store.url_of(AREA, run_id, "fits.csv")
         out["plots"] = store.url_of(AREA, run_id, "plots")
     return out
 
@@ -461,7 +557,8 @@ def load_jobs(store: Any, spec: str, system: str | None = None) -> pd.DataFrame:
         files = [f for f in store.staged_files("jobs") if f.rsplit("/", 1)[-1] == f"part-{rid}.parquet"]
         if not files:
             raise FileNotFoundError(
-                f"run {rid!r} staged no jobs in {store.url} (use 'staged' or a run id from `nodewatch runs list`)")
+                f"run {rid!r} staged no jobs in {store.url} (use 'staged' or a run id from `nodewatch runs list`)"
+            )
         parts = []
         for f in files:
             with store.fs.open(f, "rb") as fh:
@@ -478,18 +575,32 @@ def load_jobs(store: Any, spec: str, system: str | None = None) -> pd.DataFrame:
 
 
 def models_from_failures(
-    store: Any, systems: Sequence[str], machine_nodes: int | None, plots_dir: Path | None = None,
-    purpose: str | None = "compute", table: str = "failures",
-) -> tuple[list[FailureModel], pd.DataFrame, dict[str, int]]:
-    """Fit exponential + Weibull per system from the staged ``failures`` (or ``failure_events``) table.
+    store: Any,
+    systems: Sequence[str],
+    machine_nodes: int | None,
+    plots_dir: Path | None = None,
+    purpose: str | None = "compute",
+    table: str = "failures",
+    group_by: str = "system",
+    window: tuple[Any, Any] | None = None,
+) -> tuple[list[FailureModel], pd.DataFrame, dict[str, Any]]:
+    """Fit exponential + Weibull per system (or per ``group_by`` value within each system) from the staged
+    ``failures`` (or ``failure_events``) table, with right-censoring at the end of the observation window.
 
     ``failure_events`` (derived from node states) has no system column: all its rows are one machine,
-    labelled with the single name in ``systems``.
+    labelled with the single name in ``systems``. ``purpose`` keeps only records whose node purpose
+    contains it (``None``: all; ignored for tables without a purpose column). ``window`` is the
+    observation window ``(start, end)`` (timestamps or ISO strings, either may be None); without an end
+    the window of each system is its first..last record (+ one minute; the sources carry no observation
+    period of their own), see :func:`tasks.failure_fits.fit_groups`.
 
-    The machine size for eq. 3.14 is the records' ``system_nodes`` (LANL), else ``machine_nodes``; a
-    system with neither is an error. Returns the models (two per system), the fit table and prep counts.
+    The machine size for eq. 3.14 is, for ``group_by="system"``, the records' ``system_nodes`` (LANL), else
+    ``machine_nodes``; a system with neither is an error. For any other grouping it is the number of
+    distinct nodes of the group in the records (a lower bound of the group's size). Models are named
+    ``<system>-<dist>`` (by system) or ``<system>-<group>-<dist>``. Returns the models (two per group),
+    the fit table (with ``machine_nodes`` and the window) and the prep counts and windows per system.
     """
-    from tasks.failure_fits import failure_model_from_fit, failures_frame, fit_groups, qq_plot
+    from tasks.failure_fits import failure_model_from_fit, failures_frame, fit_groups, observation_window, qq_plot
 
     t = store.read_staged(table)
     if t is None:
@@ -499,35 +610,96 @@ def models_from_failures(
         if len(systems) != 1:
             raise ValueError(f"staged {table} has no system column: give exactly one --failures NAME for the machine")
         df = df.assign(system=systems[0])
-    group_col = "system"
+    if group_by not in df.columns:
+        cols = ", ".join(c for c in df.columns if df[c].dtype == object or str(df[c].dtype).startswith("string"))
+        raise ValueError(f"cannot group {table} by {group_by!r}: no such column; text columns: {cols}")
     models: list[FailureModel] = []
     fits_all = []
-    counts: dict[str, int] = {}
+    counts: dict[str, Any] = {}
     for sys_name in systems:
-        part = df[df[group_col] == sys_name]
+        part = df[df["system"] == sys_name]
         if part.empty:
-            known = ", ".join(sorted(map(str, df[group_col].dropna().unique()))[:20])
+            known = ", ".join(sorted(map(str, df["system"].dropna().unique()))[:20])
             raise ValueError(f"no {table} records of system {sys_name!r}; known: {known}")
-        fr = failures_frame(part, group_by=group_col, purpose=purpose if "purpose" in part.columns else None)
-        fits, gaps, c = fit_groups(fr)
+        fr = failures_frame(part, group_by=group_by, purpose=purpose if "purpose" in part.columns else None)
+        given = window or (None, None)
+        fits, gaps, c = fit_groups(fr, window=observation_window(fr, *given))
+        c.window_source = "given" if given[1] is not None else "first..last record + 1 min"
         if fits.empty:
-            raise ValueError(f"system {sys_name!r}: fewer than 10 failures after cleaning, cannot fit")
+            raise ValueError(f"system {sys_name!r}: no group with 10 or more failures after cleaning, cannot fit")
         n_machine = None
-        if "system_nodes" in part.columns and part["system_nodes"].notna().any():
-            n_machine = int(part["system_nodes"].max())  # the records know their machine
-        n_machine = n_machine or machine_nodes
-        if n_machine is None:
-            raise ValueError(f"system {sys_name!r}: machine node count unknown; pass --machine-nodes")
+        if group_by == "system":
+            if "system_nodes" in part.columns and part["system_nodes"].notna().any():
+                n_machine = int(part["system_nodes"].max())  # the records know their machine
+            n_machine = n_machine or machine_nodes
+            if n_machine is None:
+                raise ValueError(f"system {sys_name!r}: machine node count unknown; pass --machine-nodes")
+            sizes = dict.fromkeys(fits["group"], n_machine)
+        else:
+            sizes = {str(g): int(v) for g, v in fr.groupby("group")["node"].nunique().items()}
         for _, row in fits.iterrows():
-            models.append(failure_model_from_fit(row, n_machine, name=f"{sys_name}-{row['dist']}"))
-        fits = fits.assign(machine_nodes=n_machine)
+            name = f"{sys_name}-{row['dist']}" if group_by == "system" else f"{sys_name}-{row['group']}-{row['dist']}"
+            models.append(failure_model_from_fit(row, max(sizes[row["group"]], 1), name=name))
+        fits = fits.assign(system=sys_name, group_by=group_by, machine_nodes=fits["group"].map(sizes))
         fits_all.append(fits)
         for k in ("rows_in", "kept", "duplicates", "outside_window", "missing_time", "out_of_order"):
             counts[f"{sys_name}.{k}"] = int(getattr(c, k))
+        counts[f"{sys_name}.n_censored"] = int(fits.loc[fits["dist"] == "weibull", "n_censored"].sum())
+        for k in ("window_start", "window_end", "window_source"):
+            counts[f"{sys_name}.{k}"] = getattr(c, k)
         if plots_dir is not None:
-            g = fits["group"].iloc[0]
-            qq_plot(*gaps[g], fits, plots_dir / f"qq_{_safe(sys_name)}.png", f"{sys_name}: failure inter-arrival times")
+            for g in fits["group"].unique():
+                stem = _safe(sys_name) if group_by == "system" else f"{_safe(sys_name)}_{_safe(str(g))}"
+                qq_plot(
+                    *gaps[g],
+                    fits[fits["group"] == g],
+                    plots_dir / f"qq_{stem}.png",
+                    f"{sys_name} {g}: failure inter-arrival times",
+                )
     return models, pd.concat(fits_all, ignore_index=True), counts
+
+
+def fit_table(fits: pd.DataFrame) -> pd.DataFrame:
+    """The fit report (``fits.csv``): per system/group and distribution shape, scale, MTBF with 95 % CIs,
+    KS, AIC, n failures and n censored gaps, machine nodes and the observation window."""
+    from tasks.failure_fits import FIT_COLUMNS
+
+    cols = ["system", *FIT_COLUMNS, "nodes_seen", "machine_nodes", "window_start", "window_end"]
+    return fits[[c for c in cols if c in fits.columns]].reset_index(drop=True)
+
+
+def fits_markdown(fits: pd.DataFrame, counts: dict[str, Any] | None = None) -> list[str]:
+    """Markdown lines of the fit table and the cleaning counts (for ``table.md``)."""
+    lines = [
+        "",
+        "## Failure fits (censored MLE; 95 % CIs)",
+        "",
+        "| system | group | dist | shape (CI) | scale h | MTBF h (CI) | KS D | AIC | n | n censored | nodes | window |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for _, r in fits.iterrows():
+        win = f"{pd.Timestamp(r['window_start']):%Y-%m-%d %H:%M} .. {pd.Timestamp(r['window_end']):%Y-%m-%d %H:%M}"
+        lines.append(
+            f"| {r.get('system', r['group'])} | {r['group']} | {r['dist']}{' (best AIC)' if r['best_aic'] else ''} "
+            f"| {r['shape']:.3f} ({r['shape_lo']:.3f}-{r['shape_hi']:.3f}) | {r['scale_h']:.3f} "
+            f"| {r['mtbf_h']:.3f} ({r['mtbf_lo_h']:.3f}-{r['mtbf_hi_h']:.3f}) | {r['ks_stat']:.3f} | {r['aic']:.1f} "
+            f"| {int(r['n_failures'])} | {int(r['n_censored'])} | {int(r['machine_nodes'])} | {win} |"
+        )
+    if counts:
+        systems = sorted({k.split(".", 1)[0] for k in counts})
+        lines += [
+            "",
+            "| system | rows in | kept | duplicates | outside window | missing time | out of order | window from |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for sname in systems:
+            g = {k.split(".", 1)[1]: v for k, v in counts.items() if k.split(".", 1)[0] == sname}
+            lines.append(
+                f"| {sname} | {g.get('rows_in')} | {g.get('kept')} | {g.get('duplicates')} "
+                f"| {g.get('outside_window')} | {g.get('missing_time')} | {g.get('out_of_order')} "
+                f"| {g.get('window_source')} |"
+            )
+    return lines
 
 
 def build_shapes(jobs: pd.DataFrame | None, grid: bool) -> tuple[pd.DataFrame, list[str]]:
@@ -557,27 +729,54 @@ def run_checkpoint_tables(
     failure_systems: Sequence[str] = (),
     failure_table: str = "failures",
     machine_nodes: int | None = None,
+    group_by: str = "system",
+    purpose: str | None = "compute",
+    window: tuple[Any, Any] | None = None,
     ckpt_costs: Sequence[CkptCost] | None = None,
     grid: bool = True,
     restart_h: float = 0.0,
     parameters: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The whole run: shapes, failure models, table, outputs, manifest; CURRENT is swapped at the end."""
+    """The whole run: shapes, failure models, table, outputs, manifest; CURRENT is swapped at the end.
+
+    ``failure_systems`` are fitted per ``group_by`` value (default the system) on the records whose purpose
+    contains ``purpose`` (None: all) within the observation ``window`` (see :func:`models_from_failures`).
+    """
     from schemas.manifest import RowCounts
     from tasks.runs import RunRecorder
 
-    params = parameters or {"jobs": jobs, "system": system, "failure_systems": list(failure_systems),
-                            "failure_models": [m.__dict__ for m in failure_models], "machine_nodes": machine_nodes,
-                            "ckpt_costs": [k.__dict__ for k in (ckpt_costs or [])], "grid": grid, "restart_h": restart_h}
+    params = parameters or {
+        "jobs": jobs,
+        "system": system,
+        "failure_systems": list(failure_systems),
+        "failure_models": [m.__dict__ for m in failure_models],
+        "machine_nodes": machine_nodes,
+        "ckpt_costs": [k.__dict__ for k in (ckpt_costs or [])],
+        "grid": grid,
+        "restart_h": restart_h,
+        "group_by": group_by,
+        "purpose": purpose,
+        "window": [None if x is None else str(x) for x in (window or (None, None))],
+    }
     rec = RunRecorder(store, "checkpoint_tables", params)
     rec.write()
     try:
         with tempfile.TemporaryDirectory(prefix="nodewatch-ckpt-fit-") as tmp:
             models = list(failure_models)
+            fits: pd.DataFrame | None = None
+            counts: dict[str, Any] | None = None
             if failure_systems:
                 with rec.step("fit_failures"):
-                    fitted, fits, counts = models_from_failures(store, failure_systems, machine_nodes, Path(tmp),
-                                                                table=failure_table)
+                    fitted, fits, counts = models_from_failures(
+                        store,
+                        failure_systems,
+                        machine_nodes,
+                        Path(tmp),
+                        purpose=purpose,
+                        table=failure_table,
+                        group_by=group_by,
+                        window=window,
+                    )
                 models += fitted
                 rec.manifest.notes["failure_fits"] = fits.astype(object).where(fits.notna(), None).to_dict("records")
                 rec.manifest.notes["failure_prep_counts"] = counts
@@ -591,10 +790,11 @@ def run_checkpoint_tables(
                 if job_df is not None:
                     rec.add_counts("jobs", RowCounts(rows_in=len(job_df), staged=len(job_df)))
             with rec.step("solve"):
-                ds = compute_table(shapes, list(ckpt_costs or [CkptCost.fixed(h) for h in DEFAULT_CKPT_COSTS_H]), models,
-                                   src, restart_h)
+                ds = compute_table(
+                    shapes, list(ckpt_costs or [CkptCost.fixed(h) for h in DEFAULT_CKPT_COSTS_H]), models, src, restart_h
+                )
             with rec.step("write"):
-                outs = write_outputs(store, ds, rec.run_id, restart_h)
+                outs = write_outputs(store, ds, rec.run_id, restart_h, fits, counts)
         for k, v in outs.items():
             rec.add_output(k, v)
         rec.manifest.notes["summary"] = summary_rows(ds)
@@ -671,9 +871,15 @@ def trace_savings(
             aw = aware_interval(tt, tc, mp, shape, extra_tau_h=classic)
             aw_cost = aw.cost_h if mtbf_error == 0.0 else expected_cost(tt, aw.tau_h, tc, mm, shape)
             totals = {meth: float(np.sum(c * cnt[ok])) for meth, c in zip(METHODS, [*cc.T, aw_cost], strict=True)}
-            row = {"mtbf_machine_h": m_sys, "ckpt_cost_h": tc, "weibull_shape": shape, "mtbf_error": mtbf_error,
-                   "jobs": int(cnt[ok].sum()),
-                   "shapes": int(ok.sum()), "never_checkpoint_jobs": int(cnt[ok][aw.never].sum())}
+            row = {
+                "mtbf_machine_h": m_sys,
+                "ckpt_cost_h": tc,
+                "weibull_shape": shape,
+                "mtbf_error": mtbf_error,
+                "jobs": int(cnt[ok].sum()),
+                "shapes": int(ok.sum()),
+                "never_checkpoint_jobs": int(cnt[ok][aw.never].sum()),
+            }
             for meth in METHODS[:-1]:
                 row[f"saving_vs_{meth}_pct"] = 100.0 * (totals[meth] - totals["aware"]) / totals[meth]
             row.update({f"total_cost_{k}_h": v for k, v in totals.items()})

@@ -20,12 +20,33 @@ import pandas as pd
 from models.failures import FailureModel, Fit, fit_exponential, fit_weibull, interarrival_times
 
 _UNITS_H = {
-    "s": 1 / 3600, "sec": 1 / 3600, "secs": 1 / 3600, "second": 1 / 3600, "seconds": 1 / 3600,
-    "m": 1 / 60, "min": 1 / 60, "mins": 1 / 60, "minute": 1 / 60, "minutes": 1 / 60,
-    "h": 1.0, "hr": 1.0, "hrs": 1.0, "hour": 1.0, "hours": 1.0,
-    "d": 24.0, "day": 24.0, "days": 24.0,
-    "w": 168.0, "wk": 168.0, "week": 168.0, "weeks": 168.0,
-    "y": 8766.0, "yr": 8766.0, "yrs": 8766.0, "year": 8766.0, "years": 8766.0,
+    "s": 1 / 3600,
+    "sec": 1 / 3600,
+    "secs": 1 / 3600,
+    "second": 1 / 3600,
+    "seconds": 1 / 3600,
+    "m": 1 / 60,
+    "min": 1 / 60,
+    "mins": 1 / 60,
+    "minute": 1 / 60,
+    "minutes": 1 / 60,
+    "h": 1.0,
+    "hr": 1.0,
+    "hrs": 1.0,
+    "hour": 1.0,
+    "hours": 1.0,
+    "d": 24.0,
+    "day": 24.0,
+    "days": 24.0,
+    "w": 168.0,
+    "wk": 168.0,
+    "week": 168.0,
+    "weeks": 168.0,
+    "y": 8766.0,
+    "yr": 8766.0,
+    "yrs": 8766.0,
+    "year": 8766.0,
+    "years": 8766.0,
 }
 _PART = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*([A-Za-z]*)")
 
@@ -68,6 +89,9 @@ class PrepCounts:
     missing_time: int = 0
     out_of_order: int = 0  # rows whose start was earlier than the row before them (input was re-sorted)
     per_group: dict[str, int] = field(default_factory=dict)
+    window_start: str | None = None  # observation window used by fit_groups (ISO, UTC)
+    window_end: str | None = None
+    window_source: str = "none"  # "given", "first..last record", or "none"
 
 
 def prepare_failures(
@@ -107,44 +131,115 @@ def prepare_failures(
     return d, c
 
 
+RECORD_RESOLUTION = pd.Timedelta(minutes=1)
+"""Clock resolution of the failure records (LANL and PNNL log minutes); see :func:`fit_groups`."""
+
+
+def _utc(x: pd.Timestamp | str | None) -> pd.Timestamp | None:
+    if x is None:
+        return None
+    t = pd.Timestamp(x)
+    return t.tz_localize("UTC") if t.tzinfo is None else t.tz_convert("UTC")
+
+
+def observation_window(
+    df: pd.DataFrame, start: pd.Timestamp | str | None = None, end: pd.Timestamp | str | None = None
+) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
+    """Observation window of failure records: the given bounds, else first record .. last record + one
+    clock tick (:data:`RECORD_RESOLUTION`; the half-open window then still holds the last record).
+
+    The LANL and PNNL files carry no observation period per system (LANL's node production/decommission
+    dates are month-level and not parsed), so first..last record is the default; the records were
+    observed at least that long. Records outside given bounds are counted by :func:`prepare_failures`.
+    """
+    times = pd.to_datetime(df["start"], utc=True).dropna()
+    lo = _utc(start)
+    hi = _utc(end)
+    if hi is None and len(times):
+        hi = times[times >= lo].max() + RECORD_RESOLUTION if lo is not None else times.max() + RECORD_RESOLUTION
+    return lo, hi
+
+
 def fit_groups(
     df: pd.DataFrame,
-    window: tuple[pd.Timestamp | None, pd.Timestamp | None] | None = None,
+    window: tuple[pd.Timestamp | str | None, pd.Timestamp | str | None] | None = None,
     min_failures: int = 10,
 ) -> tuple[pd.DataFrame, dict[str, tuple[np.ndarray, np.ndarray]], PrepCounts]:
     """Fit exponential and Weibull to the failure inter-arrival times of every group.
 
-    Each group's observation window ends at ``window[1]`` if given (the gap from its last failure to
-    there is right-censored), else at its last failure (no censored gap). Groups with fewer than
+    The observation window ``[start, end)`` filters the events (outside ones are counted) and its end
+    closes every group: the gap from a group's last failure to ``end`` is one right-censored
+    observation. Without an end (``window=None`` or ``(start, None)``) each group ends at its own last
+    failure (no censored gap); callers that know the groups were observed together pass the common end,
+    e.g. :func:`observation_window` (first..last record + one clock tick), as
+    :func:`tasks.checkpoint_tables.models_from_failures` does per system. The window used is in the
+    counts and in the fit table (``window_start``/``window_end``). Groups with fewer than
     ``min_failures`` failures are skipped. Returns the fit table (one row per group and distribution:
-    shape, scale, MTBF with 95% CI, KS, AIC, best-by-AIC flag), the gaps per group and the counts.
+    shape, scale, MTBF with 95% CI, KS, AIC, n, n_censored, best-by-AIC flag), the gaps per group and
+    the counts.
     """
-    d, counts = prepare_failures(df, window)
+    lo, hi = (_utc(x) for x in (window or (None, None)))
+    if lo is not None and hi is not None and hi <= lo:
+        raise ValueError(f"observation window end {hi} is not after its start {lo}")
+    d, counts = prepare_failures(df, (lo, hi))
+    counts.window_source = "given" if hi is not None else "each group's last failure (no censoring)"
+    first = d["start"].min() if len(d) else None
+    lo_used = lo if lo is not None else first
+    counts.window_start = None if lo_used is None else lo_used.isoformat()
+    counts.window_end = None if hi is None else hi.isoformat()
     rows = []
     gaps_by_group: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    end_all = pd.Timestamp(window[1]) if window is not None and window[1] is not None else None
-    if end_all is not None and end_all.tzinfo is None:
-        end_all = end_all.tz_localize("UTC")
     for g, part in d.groupby("group", sort=True):
         if len(part) < min_failures:
             continue
         t0 = part["start"].iloc[0]
         hours = ((part["start"] - t0) / pd.Timedelta(hours=1)).to_numpy(float)
-        end = ((end_all - t0) / pd.Timedelta(hours=1)) if end_all is not None else hours[-1]
-        gaps, cens = interarrival_times(hours, float(end))
+        end = float(((hi if hi is not None else part["start"].iloc[-1]) - t0) / pd.Timedelta(hours=1))
+        gaps, cens = interarrival_times(hours, end)
         gaps_by_group[str(g)] = (gaps, cens)
         fits: list[Fit] = [fit_exponential(gaps, cens), fit_weibull(gaps, cens)]
         best = min(fits, key=lambda f: f.aic).dist
         for f in fits:
             r = asdict(f)
-            lo, hi = r.pop("mtbf_ci_h")
+            lo_m, hi_m = r.pop("mtbf_ci_h")
             slo, shi = r.pop("shape_ci")
-            rows.append({
-                "group": str(g), **r, "mtbf_lo_h": lo, "mtbf_hi_h": hi, "shape_lo": slo, "shape_hi": shi,
-                "nodes_seen": int(part["node"].nunique()), "first": part["start"].iloc[0], "last": part["start"].iloc[-1],
-                "best_aic": f.dist == best,
-            })
+            rows.append(
+                {
+                    "group": str(g),
+                    **r,
+                    "mtbf_lo_h": lo_m,
+                    "mtbf_hi_h": hi_m,
+                    "shape_lo": slo,
+                    "shape_hi": shi,
+                    "nodes_seen": int(part["node"].nunique()),
+                    "first": part["start"].iloc[0],
+                    "last": part["start"].iloc[-1],
+                    "window_start": lo_used,
+                    "window_end": hi if hi is not None else part["start"].iloc[-1],
+                    "best_aic": f.dist == best,
+                }
+            )
     return pd.DataFrame(rows), gaps_by_group, counts
+
+
+FIT_COLUMNS: tuple[str, ...] = (
+    "group",
+    "dist",
+    "shape",
+    "shape_lo",
+    "shape_hi",
+    "scale_h",
+    "mtbf_h",
+    "mtbf_lo_h",
+    "mtbf_hi_h",
+    "ks_stat",
+    "ks_p",
+    "aic",
+    "n_failures",
+    "n_censored",
+    "best_aic",
+)
+"""Columns of the fit table written to ``fits.csv``/``table.md`` (plus ``machine_nodes`` and the window)."""
 
 
 def failure_model_from_fit(fit_row: pd.Series | dict, n_machine: int, name: str | None = None) -> FailureModel:
@@ -172,8 +267,9 @@ def qq_plot(gaps: np.ndarray, censored: np.ndarray, fits: pd.DataFrame, path: Pa
     p = (np.arange(1, x.size + 1) - 0.5) / x.size
     fig, ax = plt.subplots(figsize=(5, 5))
     for _, f in fits.iterrows():
-        dist = stats.expon(scale=f["scale_h"]) if f["dist"] == "exponential" else stats.weibull_min(
-            f["shape"], scale=f["scale_h"])
+        dist = (
+            stats.expon(scale=f["scale_h"]) if f["dist"] == "exponential" else stats.weibull_min(f["shape"], scale=f["scale_h"])
+        )
         ax.loglog(dist.ppf(p), x, ".", ms=3, label=f"{f['dist']} (w={f['shape']:.2f}, AIC={f['aic']:.0f})")
     lim = [max(x.min(), 1e-3) / 2, x.max() * 2]
     ax.plot(lim, lim, "k--", lw=0.8)
@@ -188,17 +284,22 @@ def qq_plot(gaps: np.ndarray, censored: np.ndarray, fits: pd.DataFrame, path: Pa
     return path
 
 
-def failures_frame(table: pd.DataFrame, group_by: str = "system", purpose: str | None = None,
-                   exclude_same_event: bool = True) -> pd.DataFrame:
+def failures_frame(
+    table: pd.DataFrame, group_by: str = "system", purpose: str | None = None, exclude_same_event: bool = True
+) -> pd.DataFrame:
     """(group, node, start) frame from staged ``failures`` rows (optionally one node purpose only).
 
     LANL rows marked ``same_event`` repeat an event already recorded and are dropped by default.
     """
     t = table
-    if purpose is not None and "purpose" in t.columns:
+    if purpose is not None and "purpose" not in t.columns:
+        raise ValueError(f"cannot select purpose {purpose!r}: the failure records have no purpose column")
+    if purpose is not None:
         t = t[t["purpose"].astype("string").str.contains(purpose, regex=False, na=False)]
     if exclude_same_event and "same_event" in t.columns:
         t = t[~t["same_event"].fillna(False).astype(bool)]
     if group_by not in t.columns:
         raise ValueError(f"cannot group failures by {group_by!r}: no such column")
-    return pd.DataFrame({"group": t[group_by].astype(str), "node": t["node"], "start": t["start"]})
+    return pd.DataFrame(
+        {"group": t[group_by].astype("string").fillna("<none>").astype(str), "node": t["node"], "start": t["start"]}
+    )

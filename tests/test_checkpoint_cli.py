@@ -18,8 +18,20 @@ def _run(*args: str):  # noqa: ANN202
 
 
 def test_interval_recommendation() -> None:
-    r = _run("checkpoint", "interval", "--nodes", "128", "--hours", "24", "--ckpt-cost", "10m", "--mtbf-node", "5y",
-             "--weibull-shape", "0.8")
+    r = _run(
+        "checkpoint",
+        "interval",
+        "--nodes",
+        "128",
+        "--hours",
+        "24",
+        "--ckpt-cost",
+        "10m",
+        "--mtbf-node",
+        "5y",
+        "--weibull-shape",
+        "0.8",
+    )
     assert r.exit_code == 0, r.output
     out = " ".join(r.output.split())
     assert "128 nodes x 24 h" in out and "job MTBF 342.42 h" in out  # 5 y * 8766 h / 128
@@ -28,8 +40,20 @@ def test_interval_recommendation() -> None:
 
 
 def test_interval_never_and_machine_mtbf() -> None:
-    r = _run("checkpoint", "interval", "--nodes", "2", "--hours", "2", "--ckpt-cost", "15m", "--mtbf-machine", "24h",
-             "--machine-nodes", "2")
+    r = _run(
+        "checkpoint",
+        "interval",
+        "--nodes",
+        "2",
+        "--hours",
+        "2",
+        "--ckpt-cost",
+        "15m",
+        "--mtbf-machine",
+        "24h",
+        "--machine-nodes",
+        "2",
+    )
     assert r.exit_code == 0, r.output
     assert "do not checkpoint" in r.output
 
@@ -57,8 +81,21 @@ def test_interval_bad_input_one_line(args: list[str], msg: str) -> None:
 @pytest.mark.slow
 def test_interval_error_through_console_script() -> None:
     # the real entry point prints user errors as one line on stderr with exit code 2, no traceback
-    cmd = [sys.executable, "-c", "from flows.cli import main; main()", "checkpoint", "interval", "--nodes", "128",
-           "--hours", "24", "--ckpt-cost", "10parsec", "--mtbf-node", "5y"]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from flows.cli import main; main()",
+        "checkpoint",
+        "interval",
+        "--nodes",
+        "128",
+        "--hours",
+        "24",
+        "--ckpt-cost",
+        "10parsec",
+        "--mtbf-node",
+        "5y",
+    ]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env={"COLUMNS": "300", "PATH": ""})
     assert p.returncode == 2, p.stdout + p.stderr
     assert "unknown unit 'parsec'" in p.stderr and "Traceback" not in p.stderr
@@ -68,8 +105,9 @@ def test_interval_error_through_console_script() -> None:
 @pytest.mark.slow
 def test_tables_cli_without_prefect(tmp_path) -> None:
     st = str(tmp_path / "s")
-    r = _run("--store", st, "checkpoint", "tables", "--mtbf-node", "5y", "--weibull-shape", "0.8", "--ckpt-cost", "15m",
-             "--no-prefect")
+    r = _run(
+        "--store", st, "checkpoint", "tables", "--mtbf-node", "5y", "--weibull-shape", "0.8", "--ckpt-cost", "15m", "--no-prefect"
+    )
     assert r.exit_code == 0, r.output
     assert "completed" in r.output and "table.zarr" in r.output
     r = _run("--store", st, "checkpoint", "show")
@@ -84,8 +122,9 @@ def test_flow_with_artifacts(prefect_harness, tmp_path) -> None:
 
     from flows.checkpoint import checkpoint_tables
 
-    m = checkpoint_tables(store=str(tmp_path / "s"), models=[{"name": "w08", "mtbf_node_h": 43830.0, "shape": 0.8}],
-                          ckpt_costs_h=[0.25])
+    m = checkpoint_tables(
+        store=str(tmp_path / "s"), models=[{"name": "w08", "mtbf_node_h": 43830.0, "shape": 0.8}], ckpt_costs_h=[0.25]
+    )
     assert m["status"] == "completed"
 
     import anyio
@@ -97,3 +136,11 @@ def test_flow_with_artifacts(prefect_harness, tmp_path) -> None:
 
     keys = anyio.run(_keys)
     assert {"checkpoint-tables", "checkpoint-tables-summary"} <= keys
+
+
+def test_tables_bad_window_one_line() -> None:
+    from flows.cli import UserError
+
+    r = _run("checkpoint", "tables", "--failures", "lanl-s20", "--window-end", "soonish", "--no-prefect")
+    assert isinstance(r.exception, UserError), r.output
+    assert "--window-end: cannot parse 'soonish'" in str(r.exception) and "\n" not in str(r.exception)

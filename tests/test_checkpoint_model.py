@@ -79,8 +79,13 @@ def test_classical_intervals() -> None:
 
 
 def test_vectorised_equals_literal_algorithm_1() -> None:
-    cases = [(6.59, 0.5, 24.0, 0.8), (18.99, 0.5, 24.0, 0.8), (30.0, 0.1, 9.0, 1.0), (2.0, 0.25, 24.0, 0.6),
-             (12.5, 0.25, 3.0, 1.3)]
+    cases = [
+        (6.59, 0.5, 24.0, 0.8),
+        (18.99, 0.5, 24.0, 0.8),
+        (30.0, 0.1, 9.0, 1.0),
+        (2.0, 0.25, 24.0, 0.6),
+        (12.5, 0.25, 3.0, 1.3),
+    ]
     t, tc, m, w = (np.array(c) for c in zip(*cases, strict=True))
     vec = aware_interval(t, tc, m, w)
     for i, c in enumerate(cases):

@@ -27,11 +27,19 @@ MODELS = [FailureModel("w08", mtbf_node_h=5 * 8766.0, shape=0.8), FailureModel("
 
 
 def _job_shapes() -> pd.DataFrame:
-    return pd.DataFrame({
-        "nodes_lo": [1, 65, 513], "nodes_hi": [1, 128, 1024], "runtime_lo_h": [0.0, 8.0, 24.0],
-        "runtime_hi_h": [0.25, 16.0, 48.0], "nodes_rep": [1, 128, 1024], "runtime_rep_h": [0.05, 11.3, 33.9],
-        "jobs": [5000, 300, 20], "node_hours": [250.0, 434_000.0, 694_000.0], "share_node_hours": [0.0, 0.38, 0.62],
-    })[list(SHAPE_COLUMNS)]
+    return pd.DataFrame(
+        {
+            "nodes_lo": [1, 65, 513],
+            "nodes_hi": [1, 128, 1024],
+            "runtime_lo_h": [0.0, 8.0, 24.0],
+            "runtime_hi_h": [0.25, 16.0, 48.0],
+            "nodes_rep": [1, 128, 1024],
+            "runtime_rep_h": [0.05, 11.3, 33.9],
+            "jobs": [5000, 300, 20],
+            "node_hours": [250.0, 434_000.0, 694_000.0],
+            "share_node_hours": [0.0, 0.38, 0.62],
+        }
+    )[list(SHAPE_COLUMNS)]
 
 
 def test_default_grid() -> None:
@@ -52,9 +60,19 @@ def test_compute_table_values() -> None:
     assert float(one.job_mtbf_h) == pytest.approx(m_job)
     assert float(one.interval_h.sel({"method": "young"})) == pytest.approx(float(young_interval(m_job, 0.25)))
     assert float(one.interval_h.sel({"method": "daly"})) == pytest.approx(float(daly_interval(m_job, 0.25)))
-    ref = aware_interval(11.3, 0.25, m_job, 0.8, extra_tau_h=[[float(young_interval(m_job, .25)),
-                                                                 float(m_job) ** 0 * (np.sqrt(2 * m_job * .25) + .25),
-                                                                 float(daly_interval(m_job, .25))]])
+    ref = aware_interval(
+        11.3,
+        0.25,
+        m_job,
+        0.8,
+        extra_tau_h=[
+            [
+                float(young_interval(m_job, 0.25)),
+                float(m_job) ** 0 * (np.sqrt(2 * m_job * 0.25) + 0.25),
+                float(daly_interval(m_job, 0.25)),
+            ]
+        ],
+    )
     assert float(one.expected_cost_h.sel({"method": "aware"})) == pytest.approx(float(ref.cost_h[0]))
     c_daly = float(expected_cost(11.3, float(daly_interval(m_job, 0.25)), 0.25, m_job, 0.8))
     assert float(one.expected_cost_h.sel({"method": "daly"})) == pytest.approx(c_daly)
@@ -112,29 +130,53 @@ def test_run_with_staged_jobs_and_failures(store) -> None:
 
     # staged jobs: 40 jobs of 100 nodes x 10 h
     t0 = pd.Timestamp("2024-01-01", tz="UTC")
-    jobs = pd.DataFrame({"system": "sim", "step": None, "start_time": [t0] * 40, "nodes": [100] * 40,
-                         "elapsed_s": [36_000] * 40})
+    jobs = pd.DataFrame({"system": "sim", "step": None, "start_time": [t0] * 40, "nodes": [100] * 40, "elapsed_s": [36_000] * 40})
     store.write_parquet(pa.Table.from_pandas(jobs, preserve_index=False), "staged", "jobs", "date=2024-01-01", "part-r1.parquet")
     # staged failures: 300 failures of a 1000-node machine, Weibull inter-arrivals
     rng = np.random.default_rng(0)
     hours = np.cumsum(20.0 * rng.weibull(0.7, 300))
     fail = pd.DataFrame({c.name: None for c in FAILURES.columns}, index=range(300))
     fail["system"] = "simsys"
-    fail["node"] = [f"n{i % 50}" for i in range(300)]
+    fail["node"] = [f"n{i % 10}" for i in range(300)]
     fail["purpose"] = "compute"
     fail["start"] = t0 + pd.to_timedelta(hours, unit="h")
     fail["system_nodes"] = 1000
     fail["source_format"] = "lanl"
     tab = pa.Table.from_pandas(fail, schema=FAILURES.arrow_schema(), preserve_index=False)
     store.write_parquet(tab, "staged", "failures", "date=2024-01-01", "part-r2.parquet")
-    m = run_checkpoint_tables(store, jobs="staged", failure_systems=["simsys"], grid=False,
-                              ckpt_costs=[CkptCost.fixed(0.25)])
+    m = run_checkpoint_tables(store, jobs="staged", failure_systems=["simsys"], grid=False, ckpt_costs=[CkptCost.fixed(0.25)])
     ds = load_table(store)
     assert list(ds.failure_model.values) == ["simsys-exponential", "simsys-weibull"]
     assert ds.sizes["shape"] == 1 and int(ds.jobs[0]) == 40 and int(ds.nodes_hi[0]) == 128
     fits = m["notes"]["failure_fits"]
     assert fits[1]["dist"] == "weibull" and 0.55 < fits[1]["shape"] < 0.85 and fits[1]["machine_nodes"] == 1000
     assert store.exists(AREA, m["run_id"], "plots", "qq_simsys.png")
+    # default observation window: first..last record (+1 min): one censored gap per group, counted
+    assert all(f["n_censored"] == 1 for f in fits)
+    counts = m["notes"]["failure_prep_counts"]
+    assert counts["simsys.n_censored"] == 1 and counts["simsys.outside_window"] == 0
+    assert counts["simsys.window_source"] == "first..last record + 1 min"
+    fcsv = pd.read_csv(store.path(AREA, m["run_id"], "fits.csv"))
+    assert {"shape_lo", "mtbf_hi_h", "ks_stat", "aic", "n_failures", "n_censored"} <= set(fcsv.columns)
+    md = store.fs.open(store.path(AREA, m["run_id"], "table.md")).read().decode()
+    assert "## Failure fits" in md and "| simsys | simsys | weibull" in md
+    # explicit window, grouped by node: every node group gets its censored gap; early/late records counted outside
+    lo, hi = fail["start"].iloc[9], fail["start"].iloc[-10]
+    m2 = run_checkpoint_tables(
+        store,
+        failure_systems=["simsys"],
+        grid=False,
+        jobs="staged",
+        group_by="node",
+        window=(lo, hi),
+        ckpt_costs=[CkptCost.fixed(0.25)],
+    )
+    f2 = pd.DataFrame(m2["notes"]["failure_fits"])
+    assert f2["n_censored"].eq(1).all() and f2["group"].nunique() == 10
+    c2 = m2["notes"]["failure_prep_counts"]
+    assert c2["simsys.outside_window"] == 9 + 10 and c2["simsys.n_censored"] == 10
+    assert f2["machine_nodes"].eq(1).all()  # a node group is one node: per-node MTBF = group MTBF
+    assert set(load_table(store).failure_model.values) >= {"simsys-n0-weibull", "simsys-n9-exponential"}
     # a run id that staged no jobs, an unknown system, missing model: clear errors, CURRENT unchanged
     with pytest.raises(FileNotFoundError, match="staged no jobs"):
         run_checkpoint_tables(store, jobs="r9", failure_models=MODELS)
@@ -142,7 +184,7 @@ def test_run_with_staged_jobs_and_failures(store) -> None:
         run_checkpoint_tables(store, failure_systems=["nope"])
     with pytest.raises(ValueError, match="no failure model"):
         run_checkpoint_tables(store)
-    assert store.current(AREA) == m["run_id"]
+    assert store.current(AREA) == m2["run_id"]
 
 
 def test_trace_savings_table_3_1_method() -> None:
@@ -150,12 +192,14 @@ def test_trace_savings_table_3_1_method() -> None:
 
     rng = np.random.default_rng(5)
     n = 400
-    raw = pd.DataFrame({
-        "step": [None] * n + ["batch"],
-        "nodes": list(rng.integers(1, 129, n)) + [4],
-        "elapsed_s": list(rng.integers(60, 20 * 3600, n)) + [100],
-        "timelimit_s": [None] * 10 + list(rng.integers(3600, 48 * 3600, n - 10)) + [100],
-    })
+    raw = pd.DataFrame(
+        {
+            "step": [None] * n + ["batch"],
+            "nodes": list(rng.integers(1, 129, n)) + [4],
+            "elapsed_s": list(rng.integers(60, 20 * 3600, n)) + [100],
+            "timelimit_s": [None] * 10 + list(rng.integers(3600, 48 * 3600, n - 10)) + [100],
+        }
+    )
     jobs = trace_runtimes(raw)
     assert len(jobs) == n  # the step row is not a job
     assert jobs.runtime_h.iloc[0] == pytest.approx(raw.elapsed_s.iloc[0] / 3600)  # no request: elapsed
@@ -182,10 +226,19 @@ def test_fit_from_failure_events(store) -> None:
     rng = np.random.default_rng(2)
     t0 = pd.Timestamp("2024-03-01", tz="UTC")
     start = t0 + pd.to_timedelta(np.cumsum(5.0 * rng.weibull(0.9, 120)), unit="h")
-    ev = pd.DataFrame({"node": [f"c{i % 30}" for i in range(120)], "start": start,
-                       "end": start + pd.Timedelta(minutes=20), "cause": "loss+boot", "evidence": "x", "rack": None})
-    store.write_parquet(pa.Table.from_pandas(ev, preserve_index=False), "staged", "failure_events", "date=2024-03-01",
-                        "part-r1.parquet")
+    ev = pd.DataFrame(
+        {
+            "node": [f"c{i % 30}" for i in range(120)],
+            "start": start,
+            "end": start + pd.Timedelta(minutes=20),
+            "cause": "loss+boot",
+            "evidence": "x",
+            "rack": None,
+        }
+    )
+    store.write_parquet(
+        pa.Table.from_pandas(ev, preserve_index=False), "staged", "failure_events", "date=2024-03-01", "part-r1.parquet"
+    )
     models, fits, counts = models_from_failures(store, ["cluster"], 64, table="failure_events")
     assert [m.name for m in models] == ["cluster-exponential", "cluster-weibull"]
     assert fits.n_failures.eq(119).all() and counts["cluster.kept"] == 120

@@ -119,15 +119,26 @@ def test_fit_groups_and_qq_plot(tmp_path) -> None:
     assert gaps2["a"][1][-1] and fits2.n_censored.eq(1).all()
 
 
-@pytest.mark.parametrize("text,hours", [("5y", 5 * 8766.0), ("10m", 1 / 6), ("1h30m", 1.5), ("0.25h", 0.25),
-                                        ("2d", 48.0), ("90s", 0.025), ("1 week", 168.0)])
+@pytest.mark.parametrize(
+    "text,hours",
+    [("5y", 5 * 8766.0), ("10m", 1 / 6), ("1h30m", 1.5), ("0.25h", 0.25), ("2d", 48.0), ("90s", 0.025), ("1 week", 168.0)],
+)
 def test_parse_duration(text: str, hours: float) -> None:
     assert parse_duration_hours(text) == pytest.approx(hours)
 
 
-@pytest.mark.parametrize("text,msg", [("5parsec", "unknown unit 'parsec'"), ("5", "no unit"), ("0h", "positive"),
-                                      ("-3h", "cannot parse"), ("", "empty"), ("ten minutes", "cannot parse"),
-                                      ("5 lightyears", "unknown unit")])
+@pytest.mark.parametrize(
+    "text,msg",
+    [
+        ("5parsec", "unknown unit 'parsec'"),
+        ("5", "no unit"),
+        ("0h", "positive"),
+        ("-3h", "cannot parse"),
+        ("", "empty"),
+        ("ten minutes", "cannot parse"),
+        ("5 lightyears", "unknown unit"),
+    ],
+)
 def test_parse_duration_errors(text: str, msg: str) -> None:
     with pytest.raises(ValueError, match=msg) as e:
         parse_duration_hours(text, "--ckpt-cost")
@@ -149,3 +160,20 @@ def test_real_lanl_system_20(shared_data) -> None:
     w = fits[fits.dist == "weibull"].iloc[0]
     # Weibull with decreasing hazard fits LANL failures (Schroeder & Gibson; Frank uses w = 0.8)
     assert w.best_aic and 0.4 < w["shape"] < 0.9 and counts.kept > 2000
+
+
+def test_observation_window_default_censors_every_group() -> None:
+    from tasks.failure_fits import RECORD_RESOLUTION, observation_window
+
+    df = _frame()
+    lo, hi = observation_window(df)
+    assert lo is None and hi == df.start.max() + RECORD_RESOLUTION
+    fits, gaps, c = fit_groups(df, (lo, hi))
+    assert fits.n_censored.eq(1).all() and c.outside_window == 0 and c.window_source == "given"
+    last_a = df[df.group == "a"].start.max()
+    assert gaps["a"][0][-1] == pytest.approx((hi - last_a) / pd.Timedelta(hours=1))
+    # without an end no group is censored (each ends at its own last failure)
+    f0, _, c0 = fit_groups(df)
+    assert f0.n_censored.eq(0).all() and "no censoring" in c0.window_source
+    with pytest.raises(ValueError, match="not after its start"):
+        fit_groups(df, (df.start.max(), df.start.min()))

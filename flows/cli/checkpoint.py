@@ -71,14 +71,18 @@ def interval(
         raise UserError(str(e)) from None
     tau = float(res.tau_h[0])
     aware_cost = float(res.cost_h[0])
-    console.print(f"job: {nodes} nodes x {hours:g} h, checkpoint cost {tc * 60:.1f} min, job MTBF {m_job:,.2f} h "
-                  f"(Weibull w={weibull_shape:g}), P(failure before the end) = {float(res.p_fail[0]):.3f}")
+    console.print(
+        f"job: {nodes} nodes x {hours:g} h, checkpoint cost {tc * 60:.1f} min, job MTBF {m_job:,.2f} h "
+        f"(Weibull w={weibull_shape:g}), P(failure before the end) = {float(res.p_fail[0]):.3f}"
+    )
     if res.never[0]:
         console.print(f"[bold]aware: do not checkpoint[/bold]  expected cost {aware_cost:.3f} h")
     else:
         n = math.floor(hours / (tau + tc))
-        console.print(f"[bold]aware: checkpoint every {tau:.3f} h ({tau * 60:.0f} min of compute)[/bold], "
-                      f"{n} checkpoint(s), expected cost {aware_cost:.3f} h")
+        console.print(
+            f"[bold]aware: checkpoint every {tau:.3f} h ({tau * 60:.0f} min of compute)[/bold], "
+            f"{n} checkpoint(s), expected cost {aware_cost:.3f} h"
+        )
     for name, t, c in (("Daly", classic[1], float(costs[1])), ("Young", classic[0], float(costs[0]))):
         note = " (longer than the job: no checkpoint)" if t + tc > hours else ""
         saving = 100 * (c - aware_cost) / c if c > 0 else 0.0
@@ -92,6 +96,18 @@ def tables(
     failures: Annotated[list[str] | None, typer.Option(help="Fit models to staged failures of this system (repeat).")] = None,
     failure_table: Annotated[str, typer.Option(help="Table to fit: failures or failure_events.")] = "failures",
     machine_nodes: Annotated[int | None, typer.Option(help="Machine nodes if the records lack it (PNNL).")] = None,
+    group_by: Annotated[str, typer.Option(help="Fit per value of this column (system, node...).")] = "system",
+    purpose: Annotated[str, typer.Option(help="Only records of this node purpose ('all': all).")] = "compute",
+    window_start: Annotated[
+        str | None, typer.Option(help="Observation window start (ISO, UTC); earlier records are dropped and counted.")
+    ] = None,
+    window_end: Annotated[
+        str | None,
+        typer.Option(
+            help="Observation window end (ISO, UTC); each group's gap from its last failure to it is censored. "
+            "Default: last record + 1 min."
+        ),
+    ] = None,
     mtbf_node: Annotated[list[str] | None, typer.Option(help="Node MTBF, e.g. 5y (repeat; x each --weibull-shape).")] = None,
     weibull_shape: Annotated[list[float] | None, typer.Option(help="Weibull shape for --mtbf-node (repeat; default 1).")] = None,
     ckpt_cost: Annotated[list[str] | None, typer.Option(help="Checkpoint cost (repeat); default 6m, 15m, 30m.")] = None,
@@ -116,11 +132,32 @@ def tables(
         raise UserError("give a failure model: --mtbf-node 5y [--weibull-shape 0.8] and/or --failures SYSTEM")
     if failure_table not in ("failures", "failure_events"):
         raise UserError(f"--failure-table must be failures or failure_events, got {failure_table!r}")
-    kw = dict(store=settings().store, jobs=jobs, system=system, models=models, failures=failures or [],
-              failure_table=failure_table, machine_nodes=machine_nodes,
-              ckpt_costs_h=[_dur(c, "--ckpt-cost") for c in ckpt_cost] if ckpt_cost else None,
-              ckpt_size_gib=ckpt_size_gib, fs_bandwidth_gib_s=fs_bandwidth_gib_s, grid=not no_grid,
-              restart_h=_dur(restart, "--restart") if restart else 0.0)
+    for opt, val in (("--window-start", window_start), ("--window-end", window_end)):
+        if val is not None:
+            try:
+                import pandas as pd
+
+                pd.Timestamp(val)
+            except (ValueError, TypeError):
+                raise UserError(f"{opt}: cannot parse {val!r} as a time; use ISO, e.g. 2005-12-01 or 2005-12-01T00:00Z") from None
+    kw = dict(
+        store=settings().store,
+        jobs=jobs,
+        system=system,
+        models=models,
+        failures=failures or [],
+        failure_table=failure_table,
+        machine_nodes=machine_nodes,
+        group_by=group_by,
+        purpose=None if purpose.strip().lower() in ("", "all") else purpose,
+        window_start=window_start,
+        window_end=window_end,
+        ckpt_costs_h=[_dur(c, "--ckpt-cost") for c in ckpt_cost] if ckpt_cost else None,
+        ckpt_size_gib=ckpt_size_gib,
+        fs_bandwidth_gib_s=fs_bandwidth_gib_s,
+        grid=not no_grid,
+        restart_h=_dur(restart, "--restart") if restart else 0.0,
+    )
     try:
         if no_prefect:
             from flows.checkpoint import run_tables
@@ -132,14 +169,22 @@ def tables(
             m = checkpoint_tables(**kw)
     except ValueError as e:
         raise UserError(str(e)) from None
-    console.print(f"run {m['run_id']} {m['status']}: {m['notes']['intervals']:,} checkpointable "
-                  f"(shape, cost, model) cells in {sum(m['timings'].values()):.1f} s")
+    console.print(
+        f"run {m['run_id']} {m['status']}: {m['notes']['intervals']:,} checkpointable "
+        f"(shape, cost, model) cells in {sum(m['timings'].values()):.1f} s"
+    )
     for r in m["notes"]["summary"]:
-        console.print(f"  {r['failure_model']:<32} {r['ckpt_cost']:<10} mean saving vs Daly {r['mean_saving_vs_daly_pct']}%,"
-                      f" vs Young {r['mean_saving_vs_young_pct']}%;"
-                      f" job node-h saved vs Daly {r['job_node_hours_saved_vs_daly']:,.1f}")
-    for k in ("table.md", "table.csv", "table.zarr", "plots"):
-        console.print(f"{k}: {m['outputs'][k]}")
+        console.print(
+            f"  {r['failure_model']:<32} {r['ckpt_cost']:<10} mean saving vs Daly {r['mean_saving_vs_daly_pct']}%,"
+            f" vs Young {r['mean_saving_vs_young_pct']}%;"
+            f" job node-h saved vs Daly {r['job_node_hours_saved_vs_daly']:,.1f}"
+        )
+    for k, v in (m["notes"].get("failure_prep_counts") or {}).items():
+        if k.endswith((".n_censored", ".outside_window", ".window_end")):
+            console.print(f"  fit {k}: {v}")
+    for k in ("table.md", "table.csv", "fits.csv", "table.zarr", "plots"):
+        if k in m["outputs"]:
+            console.print(f"{k}: {m['outputs'][k]}")
 
 
 @checkpoint_app.command("trace-savings")
@@ -170,18 +215,28 @@ def trace_savings_cmd(
         if trace and system:
             raw = raw[raw["system"] == system]
         res = trace_savings(
-            trace_runtimes(raw), machine_nodes,
+            trace_runtimes(raw),
+            machine_nodes,
             [_dur(m, "--mtbf-machine") for m in mtbf_machine] if mtbf_machine else (36.0, 24.0),
             [_dur(c, "--ckpt-cost") for c in ckpt_cost] if ckpt_cost else (0.5, 0.25, 0.1),
-            weibull_shape, mc_shapes=mc_shapes, mtbf_error=mtbf_error,
+            weibull_shape,
+            mc_shapes=mc_shapes,
+            mtbf_error=mtbf_error,
         )
     except ValueError as e:
         raise UserError(str(e)) from None
     if res.empty:
         raise UserError("no checkpointable job (t_c + Daly's interval < runtime) in the trace")
     t = Table(title=f"aware vs classical intervals, Weibull w={weibull_shape:g} (Frank Table 3.1 method)")
-    cols = ["mtbf_machine_h", "ckpt_cost_h", "jobs", "never_checkpoint_jobs", "saving_vs_young_pct",
-            "saving_vs_daly_first_order_pct", "saving_vs_daly_pct"]
+    cols = [
+        "mtbf_machine_h",
+        "ckpt_cost_h",
+        "jobs",
+        "never_checkpoint_jobs",
+        "saving_vs_young_pct",
+        "saving_vs_daly_first_order_pct",
+        "saving_vs_daly_pct",
+    ]
     if mc_shapes:
         cols += ["mc_saving_vs_daly_pct", "analytic_saving_vs_daly_pct_same_shapes"]
     for c in cols:
@@ -189,8 +244,9 @@ def trace_savings_cmd(
     for _, r in res.iterrows():
         t.add_row(*(f"{int(r[c]):,}" if c.endswith("jobs") else f"{r[c]:.2f}" for c in cols))
     console.print(t)
-    console.print(f"mean saving vs Daly {res['saving_vs_daly_pct'].mean():.2f}%, "
-                  f"vs Young {res['saving_vs_young_pct'].mean():.2f}%")
+    console.print(
+        f"mean saving vs Daly {res['saving_vs_daly_pct'].mean():.2f}%, vs Young {res['saving_vs_young_pct'].mean():.2f}%"
+    )
     if csv:
         res.to_csv(csv, index=False, float_format="%.6g")
         console.print(f"wrote {csv}")
