@@ -1,7 +1,11 @@
 """Checkpoint-interval math: Young, Daly and Frank's failure-probability-aware interval.
 
-All times are in hours. Notation follows Frank (thesis, ch. 3): ``t`` (here ``T``) is the runtime of
-the job, ``t_c`` the cost of one checkpoint, ``tau`` the compute time between two checkpoints and
+All times are in hours. Notation follows Frank (thesis, ch. 3): ``t`` is the runtime of the job as
+eq. 3.1-3.8 use it, i.e. its wall-clock time *including* the checkpoints it writes (sec. 3.2:
+``t = t_b + n t_c`` with ``t_b`` the base runtime); like the thesis's Algorithm 1 and its experiments
+(Fig. 3.4-3.7, Table 3.1) the solver takes ``t`` as given and compares intervals at that ``t``
+(``floor(t / t_u)`` checkpoints fit in it; the job's useful compute is ``t - n t_c``). ``t_c`` is the
+cost of one checkpoint, ``tau`` the compute time between two checkpoints and
 ``t_u = tau + t_c`` one full period; ``M`` is the MTBF *of the job* (eq. 3.14, see
 :func:`models.failures.job_mtbf`) and ``w`` the Weibull shape (``w = 1`` is Poisson, eq. 3.9-3.10).
 
@@ -41,6 +45,17 @@ GRID_STEP_H = 1.0 / 60.0
 
 _EPS = 1e-9
 
+HOURS_PER_YEAR = 8766.0
+SHAPE_RANGE: tuple[float, float] = (0.05, 20.0)
+"""Accepted Weibull shapes: ``gamma(1 + 1/w)`` overflows float64 below ``w ~ 0.0058`` and shapes outside
+[0.05, 20] are not failure processes any fitted HPC trace shows (LANL: 0.6-0.9; thesis: 0.8)."""
+MIN_CKPT_COST_H = 1.0 / 3600.0
+"""Smallest checkpoint cost accepted: one second."""
+MTBF_RANGE_H: tuple[float, float] = (1.0 / 60.0, 1e6 * HOURS_PER_YEAR)
+"""Accepted job MTBF: one minute to a million years."""
+MAX_RUNTIME_H = HOURS_PER_YEAR
+"""Longest runtime accepted: one year."""
+
 
 # --------------------------------------------------------------------------- validation
 def _positive(name: str, value: np.typing.ArrayLike) -> np.ndarray:
@@ -58,7 +73,35 @@ def _shape(value: np.typing.ArrayLike) -> np.ndarray:
     if not np.all(np.isfinite(a)) or np.any(a <= 0):
         bad = float(a[~(np.isfinite(a) & (a > 0))].ravel()[0])
         raise ValueError(f"Weibull shape must be > 0, got {bad!r}")
+    lo, hi = SHAPE_RANGE
+    if np.any((a < lo) | (a > hi)):
+        bad = float(a[(a < lo) | (a > hi)].ravel()[0])
+        raise ValueError(f"Weibull shape {bad:g} is outside the supported range [{lo:g}, {hi:g}]")
     return a
+
+
+def _in_range(name: str, a: np.ndarray, lo: float, hi: float, what: str) -> None:
+    if np.any((a < lo) | (a > hi)):
+        bad = float(a[(a < lo) | (a > hi)].ravel()[0])
+        raise ValueError(f"{name} {bad:.3g} h is outside the supported range ({what})")
+
+
+def check_cost(cost_h: np.ndarray, runtime_h: np.ndarray, restart_h: np.typing.ArrayLike = 0.0) -> np.ndarray:
+    """Guard on eq. 3.8's result: finite and not above what is possible (``0 <= E_C <= t + R``).
+
+    Both cases of eq. 3.3 are at most ``t`` (``C_ok = n t_c <= t``; ``C_fail <= t_f <= t``), so a value
+    outside ``[0, t + R]`` (beyond rounding) is a numerical failure, raised as one line.
+    """
+    c = np.asarray(cost_h, float)
+    lim = np.asarray(runtime_h, float) + np.asarray(restart_h, float)
+    bad = ~np.isfinite(c) | (c < -1e-9 * lim) | (c > lim * (1 + 1e-9))
+    if np.any(bad):
+        i = int(np.argmax(np.broadcast_to(bad, c.shape).ravel()))
+        raise FloatingPointError(
+            f"expected cost {c.ravel()[i]!r} h is not finite or exceeds the runtime "
+            f"{np.broadcast_to(lim, c.shape).ravel()[i]:g} h: parameters out of numerical range"
+        )
+    return c
 
 
 def _nonnegative(name: str, value: np.typing.ArrayLike) -> np.ndarray:
@@ -76,13 +119,19 @@ def validate_job(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Check and broadcast job parameters (Frank, sec. 3.3.1 vector ``s = (t_c, tau, M, t, t_f)``).
 
-    Raises one-line ``ValueError`` for non-positive runtime/checkpoint cost/MTBF, shape <= 0 and
-    ``t_c >= t`` (a job that cannot complete a single checkpoint).
+    ``t`` is the job's runtime as in eq. 3.1-3.8: its wall-clock time *including* the checkpoints it
+    writes (Frank sec. 3.2, ``t = t_b + n t_c``). Raises one-line ``ValueError`` for non-positive
+    runtime/checkpoint cost/MTBF, ``t_c >= t`` (a job that cannot complete a single checkpoint) and
+    absurd magnitudes: shape outside :data:`SHAPE_RANGE`, checkpoint cost under one second, job MTBF
+    outside one minute .. 1e6 years, runtime over one year.
     """
     t = _positive("runtime", runtime_h)
     tc = _positive("checkpoint cost", ckpt_cost_h)
     m = _positive("MTBF", mtbf_h)
     w = _shape(shape)
+    _in_range("runtime", t, 0.0, MAX_RUNTIME_H, "at most one year")
+    _in_range("checkpoint cost", tc, MIN_CKPT_COST_H, np.inf, "at least one second")
+    _in_range("job MTBF", m, *MTBF_RANGE_H, "one minute to 1e6 years")
     t, tc, m, w = np.broadcast_arrays(t, tc, m, w)
     if np.any(tc >= t):
         i = int(np.argmax((tc >= t).ravel()))
@@ -140,18 +189,15 @@ def daly_interval(mtbf_h: np.typing.ArrayLike, ckpt_cost_h: np.typing.ArrayLike)
 
 
 # --------------------------------------------------------------------------- eq. 3.8 at any interval
-def expected_cost(
+def _eq38_terms(
     runtime_h: np.typing.ArrayLike,
     tau_h: np.typing.ArrayLike,
     ckpt_cost_h: np.typing.ArrayLike,
     mtbf_h: np.typing.ArrayLike,
-    shape: np.typing.ArrayLike = 1.0,
-    restart_h: np.typing.ArrayLike = 0.0,
-) -> np.ndarray:
-    """Expected checkpoint + lost-work cost ``E_C`` of eq. 3.8 (Frank) for any ``tau`` (broadcasts).
-
-    ``tau = inf`` means "never checkpoint" (cost ``mu^t``). ``restart_h`` adds ``R * P(t)``.
-    """
+    shape: np.typing.ArrayLike,
+    restart_h: np.typing.ArrayLike,
+) -> tuple[np.ndarray, ...]:
+    """Broadcast inputs and the pieces of eq. 3.8: ``(t, tc, tau, r, n, P(t), mu^t, n_f)``."""
     t, tc, m, w = validate_job(runtime_h, ckpt_cost_h, mtbf_h, shape)
     tau = np.asarray(tau_h, float)
     if np.any(np.isnan(tau)) or np.any(tau <= 0):
@@ -175,10 +221,53 @@ def expected_cost(
             p = failure_cdf(x, m_[:, None], w_[:, None])
             s[sl] = p.sum(axis=1)
     s = s.reshape(n.shape)
-    n_f = n * pt - s
+    n_f = n * pt - s  # eq. 3.7 with the last interval clipped at t
     mu = truncated_mean(t, m, w)
+    return t, tc, tau, r, n, pt, mu, n_f
+
+
+def expected_cost(
+    runtime_h: np.typing.ArrayLike,
+    tau_h: np.typing.ArrayLike,
+    ckpt_cost_h: np.typing.ArrayLike,
+    mtbf_h: np.typing.ArrayLike,
+    shape: np.typing.ArrayLike = 1.0,
+    restart_h: np.typing.ArrayLike = 0.0,
+) -> np.ndarray:
+    """Expected checkpoint + lost-work cost ``E_C`` of eq. 3.8 (Frank) for any ``tau`` (broadcasts).
+
+    ``runtime_h`` is eq. 3.8's ``t`` (wall clock including checkpoints). ``tau = inf`` means "never
+    checkpoint" (cost ``mu^t``). ``restart_h`` adds ``R * P(t)``. The result is checked by
+    :func:`check_cost`.
+    """
+    t, tc, tau, r, n, pt, mu, n_f = _eq38_terms(runtime_h, tau_h, ckpt_cost_h, mtbf_h, shape, restart_h)
     tau_term = np.where(np.isfinite(tau), np.where(np.isfinite(tau), tau, 0.0) * n_f, 0.0)
-    return mu - tau_term + n * tc * (1.0 - pt) + r * pt
+    return check_cost(mu - tau_term + n * tc * (1.0 - pt) + r * pt, t, r)
+
+
+def expected_makespan(
+    runtime_h: np.typing.ArrayLike,
+    tau_h: np.typing.ArrayLike,
+    ckpt_cost_h: np.typing.ArrayLike,
+    mtbf_h: np.typing.ArrayLike,
+    shape: np.typing.ArrayLike = 1.0,
+    restart_h: np.typing.ArrayLike = 0.0,
+) -> np.ndarray:
+    """Expected wall time to finish a job of runtime ``t`` (including its checkpoints, eq. 3.8's ``t``).
+
+    A run that does not fail takes ``t``. A run failing at ``t_f < t`` has its work up to the last
+    checkpoint ``floor(t_f / t_u) t_u`` saved; the re-queued rest (a new job, Assumption 2) is the
+    remaining ``t - floor(t_f / t_u) t_u``, so the total is ``t + (t_f mod t_u)`` plus the restart ``R``
+    (the rest is assumed not to fail again, as in the thesis). Hence, with eq. 3.6-3.7::
+
+        E[makespan] = t + mu^t - t_u n_f + R P(t)  =  t + E_C - t_c (n_f + n (1 - P(t)))
+
+    i.e. ``t`` plus ``E_C`` minus the expected checkpoint time, which ``t`` already contains.
+    ``tau = inf`` ("never") gives ``t + mu^t + R P(t)``.
+    """
+    t, tc, tau, r, n, pt, mu, n_f = _eq38_terms(runtime_h, tau_h, ckpt_cost_h, mtbf_h, shape, restart_h)
+    tu_term = np.where(np.isfinite(tau), np.where(np.isfinite(tau), tau + tc, 0.0) * n_f, 0.0)
+    return t + check_cost(mu - tu_term + r * pt, t, r)
 
 
 # --------------------------------------------------------------------------- Algorithm 1, vectorised
@@ -323,7 +412,7 @@ def aware_interval(
     never_cost = truncated_mean(t, m, w) + r * pt
     # a period longer than the job means no checkpoint is taken: that is "never" (same cost)
     never = (never_cost < out_cost) | (out_tu > t * (1 + _EPS))
-    out_cost = np.where(never, never_cost, out_cost)
+    out_cost = check_cost(np.where(never, never_cost, out_cost), t, r)
     out_tu = np.where(never, np.inf, out_tu)
     return AwareIntervals(tau_h=out_tu - tc, period_h=out_tu, cost_h=out_cost, never=never, p_fail=pt, never_cost_h=never_cost)
 

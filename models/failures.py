@@ -54,6 +54,12 @@ class FailureModel:
             raise ValueError(f"node MTBF must be > 0 hours, got {self.mtbf_node_h!r}")
         if not (math.isfinite(self.shape) and self.shape > 0):
             raise ValueError(f"Weibull shape must be > 0, got {self.shape!r}")
+        from models.checkpoint import SHAPE_RANGE
+
+        if not SHAPE_RANGE[0] <= self.shape <= SHAPE_RANGE[1]:
+            raise ValueError(
+                f"Weibull shape {self.shape:g} is outside the supported range [{SHAPE_RANGE[0]:g}, {SHAPE_RANGE[1]:g}]"
+            )
 
     def job_mtbf(self, n_job: np.typing.ArrayLike) -> np.ndarray:
         """MTBF of a job on ``n_job`` nodes (Frank, eq. 3.14)."""

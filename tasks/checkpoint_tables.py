@@ -27,11 +27,13 @@ import pandas as pd
 import xarray as xr
 
 from models.checkpoint import (
+    MIN_CKPT_COST_H,
     aware_interval,
     cost_grid,
     daly_first_order_interval,
     daly_interval,
     expected_cost,
+    expected_makespan,
     failure_cdf,
     young_interval,
 )
