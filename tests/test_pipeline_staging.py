@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -171,3 +172,43 @@ def test_lsd_order_is_arrows_stable_sort(seed):
             pa.table({c: wide[c] for c in sort_cols}), sort_keys=[(c, "ascending", "at_end") for c in sort_cols]
         )
         assert got is not None and got.tolist() == want.to_numpy().tolist(), sort_cols
+
+
+def test_staged_file_reads_back_as_the_staged_schema_with_plain_strings(tmp_path):
+    """Dictionary-encoded columns are written from their codes without the stored Arrow schema:
+    readers get exactly the staged schema (plain strings, nullability, metadata), the same rows."""
+    import pyarrow.parquet as pq
+
+    from tasks.store import Store
+
+    store = Store(str(tmp_path / "store"))
+    f = _write(tmp_path / "a.log", _lines(3, 400))
+    spec = sources()["syslog"]
+    res = P.ingest_files(store, spec, [f], RunRecorder(store, "t", {}), data_docs=False)
+    assert res.staged_files
+    ing = P.Ingestor(store, spec, RunRecorder(store, "t2", {}))
+    for path in res.staged_files:
+        t = pq.read_table(path)
+        assert t.schema.equals(ing.staged_schema, check_metadata=True)
+        assert pq.ParquetFile(path).schema_arrow.equals(ing.staged_schema, check_metadata=True)
+        assert set(t.column("source_sha256").to_pylist()) == {res.inputs[0].sha256}
+
+
+def test_take_columns_slices_consecutive_rows_and_keeps_dictionaries():
+    t = pa.table(
+        {
+            "node": pa.array(["b", "a", "b", "c"]).dictionary_encode(),
+            "value": pa.array([1.0, 2.0, 3.0, 4.0]),
+            P.ORDER: pa.array([0, 0, 1, 1], pa.int32()),
+        }
+    )
+    schema = pa.schema([("node", pa.string()), ("value", pa.float64()), ("source_sha256", pa.string())])
+    shas = pa.array(["s0", "s1"])
+    for rows in ([1, 2], [3, 0, 2], [0, 1, 2, 3], [2]):
+        plain = P._take_columns(t, np.array(rows), shas, schema)
+        assert plain.schema == schema
+        enc = P._take_columns(t, np.array(rows), shas, schema, dictionaries=True)
+        assert enc.column("node").type == P._DICT and enc.column("source_sha256").type == P._DICT
+        assert enc.cast(schema).equals(plain)
+        assert plain.column("node").to_pylist() == [["b", "a", "b", "c"][i] for i in rows]
+        assert plain.column("source_sha256").to_pylist() == [["s0", "s0", "s1", "s1"][i] for i in rows]

@@ -17,6 +17,7 @@ Memory is bounded by one validation chunk (``VALIDATE_ROWS`` / ``VALIDATE_BYTES`
 
 from __future__ import annotations
 
+import functools
 import json
 import tempfile
 import time
@@ -492,15 +493,16 @@ def _conform_column(col: pa.ChunkedArray, typ: pa.DataType) -> pa.ChunkedArray:
 
 
 def _dictionary_columns(t: pa.Table) -> list[str]:
-    """Columns worth parquet dictionary encoding (few distinct values in the first rows): trying it
-    on a mostly-distinct column (messages, offsets) and falling back costs a third of the write."""
+    """Columns worth parquet dictionary encoding: dictionary-typed ones (written from their codes)
+    and those with few distinct values in the first rows: trying it on a mostly-distinct column
+    (messages, offsets) and falling back costs a third of the write."""
     probe = t.slice(0, 8192)
     out = []
     for name in probe.column_names:
         c = probe.column(name)
         if pa.types.is_nested(c.type):
             continue
-        if len(c) == 0 or pc.count_distinct(c, mode="all").as_py() <= max(1, len(c) // 4):
+        if pa.types.is_dictionary(c.type) or len(c) == 0 or pc.count_distinct(c, mode="all").as_py() <= max(1, len(c) // 4):
             out.append(name)
     return out
 
@@ -728,6 +730,7 @@ class Ingestor:
         conflict_by_file = np.zeros(len(files), np.int64)
         staged_by_file = np.zeros(len(files), np.int64)
         run_id = self.recorder.run_id
+        plain_read = _plain_read(self.staged_schema)
         for date in self.good.dates():
             with self._timed("stage"):
                 existing = self._existing(date, key)
@@ -759,19 +762,22 @@ class Ingestor:
                         dup_by_file += np.bincount(order[dup & ~conflict], minlength=len(files))
                         staged_by_file += np.bincount(order[keep], minlength=len(files))
                     # taken and written in slices: the output buffers are reused, not fresh memory
+                    t = _combine_dictionaries(t)
                     for start in range(0, len(keep), WRITE_ROWS):
                         with self._timed("stage"):
-                            out = _take_columns(t, keep[start : start + WRITE_ROWS], shas, self.staged_schema)
+                            out = _take_columns(t, keep[start : start + WRITE_ROWS], shas, self.staged_schema, plain_read)
                         with self._timed("write"):
                             if writer is None:
                                 writer = pq.ParquetWriter(
-                                    tmp_local, self.staged_schema, compression="zstd", use_dictionary=_dictionary_columns(out)
+                                    tmp_local, out.schema, **_writer_options(out, self.schema.time_column, plain_read)
                                 )
-                            writer.write_table(out)
+                            writer.write_table(out.cast(writer.schema) if not out.schema.equals(writer.schema) else out)
                             written += out.num_rows
                         del out
             finally:
                 if writer is not None:
+                    if plain_read and self.staged_schema.metadata:  # (the Arrow schema is not stored)
+                        writer.add_key_value_metadata(self.staged_schema.metadata)
                     writer.close()
             with self._timed("write"):
                 if written:
@@ -864,21 +870,87 @@ class Ingestor:
         self.bad.add(q, [date], np.zeros(q.num_rows, np.int64), np.zeros(q.num_rows, np.int64))
 
 
-def _take_columns(t: pa.Table, rows: np.ndarray, shas: pa.Array, schema: pa.Schema) -> pa.Table:
+def _take_columns(t: pa.Table, rows: np.ndarray, shas: pa.Array, schema: pa.Schema, dictionaries: bool = False) -> pa.Table:
     """Rows ``rows`` of ``t`` as a table of ``schema``, ``source_sha256`` from the file order.
 
-    Column by column: ``Table.take`` on a many-chunk table costs about twice as much."""
-    idx = pa.array(rows)
+    Column by column: ``Table.take`` on a many-chunk table costs about twice as much. Rows that
+    are already consecutive (input in staged order) are sliced, not gathered. ``dictionaries``:
+    ``dictionary<int32, string>`` columns of string fields stay encoded and ``source_sha256`` is
+    encoded over ``shas`` (the file is written with :func:`_writer_options` ``plain_read``: readers
+    get plain strings); else they are decoded to the field types."""
+    n = len(rows)
+    sl = None
+    if n and int(rows[-1]) - int(rows[0]) == n - 1 and (n == 1 or bool(np.all(rows[1:] > rows[:-1]))):
+        sl = int(rows[0])
+    idx = pa.array(rows) if sl is None else None
+
+    def pick(col: pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:
+        return col.slice(sl, n) if sl is not None else col.take(idx)
+
     cols = []
+    fields = []
     for f in schema:
         if f.name == "source_sha256":
-            cols.append(pc.take(shas, pc.take(t.column(ORDER), idx)))
+            order = pick(t.column(ORDER))
+            order = order.combine_chunks() if isinstance(order, pa.ChunkedArray) else order
+            col = pa.DictionaryArray.from_arrays(order, shas) if dictionaries else pc.take(shas, order)
         else:
             col = t.column(f.name)
             if pa.types.is_dictionary(col.type) and col.num_chunks > 1:
                 col = col.combine_chunks()  # one dictionary: the take gathers int32 codes
-            cols.append(col.take(idx).cast(f.type))
-    return pa.table(cols, schema=schema)
+            col = pick(col)
+            if not (dictionaries and col.type == _DICT and f.type == pa.string()):
+                col = col.cast(f.type)
+        cols.append(col)
+        fields.append(f.with_type(col.type))
+    return pa.table(cols, schema=pa.schema(fields, metadata=schema.metadata))
+
+
+def _combine_dictionaries(t: pa.Table) -> pa.Table:
+    """``t`` with each multi-chunk dictionary column as one chunk (one dictionary), once for all
+    the slices taken from it."""
+    if not any(pa.types.is_dictionary(c.type) and c.num_chunks > 1 for c in t.columns):
+        return t
+    cols = [c.combine_chunks() if pa.types.is_dictionary(c.type) and c.num_chunks > 1 else c for c in t.columns]
+    return pa.table(cols, schema=t.schema)
+
+
+@functools.cache
+def _plain_read(schema: pa.Schema) -> bool:
+    """Whether a parquet file of ``schema`` written without the stored Arrow schema
+    (``store_schema=False``, the schema metadata as file key-value metadata) reads back as exactly
+    ``schema`` (types, nullability, metadata). Then string columns can be written from their
+    dictionary-encoded form (dictionary encoding is a storage detail: readers get ``string``)."""
+    buf = pa.BufferOutputStream()
+    with pq.ParquetWriter(buf, schema, store_schema=False) as w:
+        w.write_table(schema.empty_table())
+        if schema.metadata:
+            w.add_key_value_metadata(schema.metadata)
+    try:
+        back = pq.read_schema(pa.BufferReader(buf.getvalue()))
+    except (pa.ArrowException, OSError):
+        return False
+    return back.equals(schema, check_metadata=True)
+
+
+def _writer_options(out: pa.Table, time_column: str, plain_read: bool) -> dict[str, Any]:
+    """``ParquetWriter`` options for a staged file whose first slice is ``out``: zstd; dictionary
+    encoding where it pays (:func:`_dictionary_columns`); statistics only for the time column (no
+    reader prunes on the others; they cost a tenth of the write); ``source_offset`` (near-monotone
+    within a node) delta-encoded (a third of the time and a fortieth of the size of plain + zstd);
+    ``store_schema=False`` when ``plain_read`` (see :func:`_plain_read`)."""
+    dictionary = _dictionary_columns(out)
+    opts: dict[str, Any] = {
+        "compression": "zstd",
+        "use_dictionary": dictionary,
+        "write_statistics": [time_column] if time_column in out.column_names else False,
+    }
+    offset = out.schema.field("source_offset") if "source_offset" in out.column_names else None
+    if offset is not None and offset.name not in dictionary and pa.types.is_int64(offset.type):
+        opts["column_encoding"] = {offset.name: "DELTA_BINARY_PACKED"}
+    if plain_read:
+        opts["store_schema"] = False
+    return opts
 
 
 def _arrival_order(t: pa.Table) -> pa.Table:
