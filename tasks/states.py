@@ -335,9 +335,10 @@ class StateBuild:
     """Result of deriving states for a window (before publishing).
 
     ``timeline`` / ``timeline_no_overlay`` tile ``[t_start, t_end)``. ``episodes_timeline`` is the
-    overlaid timeline over all evidence read (``[ext_start, ext_end)``: from the earliest evidence,
-    carried losses included, to the end of the look-ahead), from which failure episodes get their real
-    start and end; ``losses`` / ``boots`` are the unclipped loss and boot tables behind it.
+    timeline without overlays over all evidence read (``[ext_start, ext_end)``: from the earliest
+    evidence, carried losses included, to the end of the look-ahead), from which failure episodes get
+    their real start and end; ``losses`` / ``boots`` are the unclipped loss and boot tables behind it;
+    ``overlays`` the (node, start, end) of the ADMIN_RESV / UNSCHEDULED_RESV reservations.
     """
 
     nodes: list[str]
@@ -354,6 +355,7 @@ class StateBuild:
     losses: Losses | None = None
     boots: Boots | None = None
     last_seen: np.ndarray | None = None
+    overlays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 def seed_events(events: Events, carry: Carry, read_start: int) -> tuple[Events, int]:
@@ -422,12 +424,16 @@ def derive_from_tables(
         int(events.time.min(initial=read_start)),
         int((events.time - events.duration).min(initial=read_start)),
     )
-    tle = derive_states(events, layers, n, ext_start, read_end, last_seen=last_seen, overlay=True)
+    tle = derive_states(events, layers, n, ext_start, read_end, last_seen=last_seen, overlay=False)
     losses, boots = loss_table(events, n, read_end, last_seen=last_seen)
     counts = cl.counts + jc + rc + Counter({k: v for k, v in tl.counts.items() if v})
     if n_seeds:
         counts["losses_carried_in"] = n_seeds
-    return StateBuild(nodes, t_start, t_end, tl, tl0, jlab, rlab, counts, tle, ext_start, read_end, losses, boots, last_seen)
+    ov = np.isin(rst, [int(State.ADMIN_RESV), int(State.UNSCHEDULED_RESV)])
+    overlays = (rn[ov].astype(np.int64), rs[ov].astype(np.int64), re_[ov].astype(np.int64))
+    return StateBuild(
+        nodes, t_start, t_end, tl, tl0, jlab, rlab, counts, tle, ext_start, read_end, losses, boots, last_seen, overlays
+    )
 
 
 _SOURCE_TEXT = {
@@ -531,9 +537,14 @@ def episode_evidence(b: StateBuild, loss: int, open_at: int | None) -> str:
 def failure_episodes(b: StateBuild) -> dict[str, np.ndarray]:
     """Failure episodes of the episode timeline: a DOWN interval plus the DOWN/BOOTING intervals contiguous with it.
 
-    Returns arrays ``node``, ``start``, ``end`` (real, not clipped to the window), ``open`` (unresolved
-    at the end of the data read; ``end`` is then the window end), ``cause_silent`` and ``loss`` (index
-    of the loss behind the first DOWN interval, -1 if none).
+    The timeline is the one without overlays, so an overlay never cuts an episode; an episode that
+    *begins* inside an ADMIN_RESV / UNSCHEDULED_RESV overlay of its node is shadowed (paper Sec. II-C:
+    events during administrative windows are not counted) and flagged in ``shadowed``.
+
+    Returns arrays ``node``, ``start``, ``end`` (real, not clipped to the window or an overlay),
+    ``open`` (unresolved at the end of the data read; ``end`` is then the window end),
+    ``cause_silent``, ``loss`` (index of the loss behind the first DOWN interval, -1 if none) and
+    ``shadowed``.
     """
     tl = b.episodes_timeline if b.episodes_timeline is not None else b.timeline
     ext_end = b.ext_end if b.episodes_timeline is not None else b.t_end
@@ -570,6 +581,11 @@ def failure_episodes(b: StateBuild) -> dict[str, np.ndarray]:
             lo, hi = np.searchsorted(ln, nd, "left"), np.searchsorted(ln, nd, "right")
             j = lo + int(np.searchsorted(lst[lo:hi], t, "right")) - 1
             loss[i] = j if j >= lo else -1
+    shadowed = np.zeros(node.size, bool)
+    if b.overlays is not None and b.overlays[0].size:
+        on, os_, oe = b.overlays
+        for i, (nd, t) in enumerate(zip(node.tolist(), start.tolist(), strict=True)):
+            shadowed[i] = bool(((on == nd) & (os_ <= t) & (oe > t)).any())
     return {
         "node": node,
         "start": start,
@@ -577,18 +593,24 @@ def failure_episodes(b: StateBuild) -> dict[str, np.ndarray]:
         "open": is_open,
         "cause_silent": tl.source[fd] == Source.LOSS_SILENT,
         "loss": loss,
+        "shadowed": shadowed,
     }
 
 
 def failure_events_table(b: StateBuild, racks: dict[str, str] | None = None) -> pa.Table:
     """Failure events of the build: episodes starting in the window or still in effect at its start.
 
-    Paper Sec. II-C: a DOWN episode (DOWN and the BOOTING that ends it) of the overlaid timeline.
-    Start and end are the episode's own (not cut at the window edges); an episode unresolved in the
-    data read ends at the window end. Rows starting before the window update earlier partitions.
+    Paper Sec. II-C: a DOWN episode (DOWN and the BOOTING that ends it), not listed if it begins inside
+    an ADMIN_RESV / UNSCHEDULED_RESV overlay. Start and end are the episode's own (not cut at window
+    edges or overlays); an episode unresolved in the data read ends at the window end. Rows starting
+    before the window update earlier partitions.
     """
     ep = failure_episodes(b)
     keep = (ep["start"] < b.t_end) & ((ep["start"] >= b.t_start) | (ep["end"] > b.t_start))
+    n_shadowed = int((keep & ep["shadowed"] & (ep["start"] >= b.t_start)).sum())
+    if n_shadowed:
+        b.counts["failure_episodes_shadowed_by_overlay"] = n_shadowed
+    keep &= ~ep["shadowed"]
     idx = np.nonzero(keep)[0]
     node_names = [b.nodes[i] for i in ep["node"][idx]]
     cause = ["loss+silent" if c else "loss+boot" for c in ep["cause_silent"][idx]]

@@ -180,3 +180,28 @@ def test_open_episode_is_updated_when_it_resolves(tmp_path):
     assert len(fe) == 1 and fe.cause[0] == "loss+boot"
     assert fe.start[0] == pd.Timestamp("2026-01-01T10:00Z") and fe.end[0] == pd.Timestamp("2026-01-04T06:00Z")
     assert len(store.staged_files("failure_events", ["2026-01-01"])) == 1
+
+
+def test_overlay_does_not_cut_or_invent_failure_events():
+    """A failure that began before an emergency reservation keeps its real end; one beginning inside it is shadowed."""
+    from states_helpers import resv_table
+
+    from tasks.states import derive_from_tables, failure_events_table
+
+    syslog = syslog_table(
+        [
+            _nr("2026-01-01T06:00Z", "cn01"),  # before the overlay, boots after it
+            _sf("2026-01-01T14:00Z", "cn01"),
+            _ok("2026-01-01T14:01Z", "cn01"),
+            _nr("2026-01-01T09:00Z", "cn02"),  # inside the overlay, boots after it
+            _sf("2026-01-01T13:00Z", "cn02"),
+            _ok("2026-01-01T13:01Z", "cn02"),
+        ]
+    )
+    resv = resv_table([("emergency_r1", "2026-01-01T08:00Z", "2026-01-01T12:00Z", ["cn01", "cn02"], "MAINT")])
+    t0, t1 = pd.Timestamp("2026-01-01", tz="UTC").value, pd.Timestamp("2026-01-02", tz="UTC").value
+    b = derive_from_tables(syslog, None, resv, NODES, t0, t1)
+    fe = failure_events_table(b).to_pandas()
+    assert list(fe.node) == ["cn01"]
+    assert fe.start[0] == pd.Timestamp("2026-01-01T06:00Z") and fe.end[0] == pd.Timestamp("2026-01-01T14:00Z")
+    assert b.counts["failure_episodes_shadowed_by_overlay"] == 1
