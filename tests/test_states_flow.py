@@ -169,6 +169,30 @@ def test_cli_build_show_report(store):
     assert res.exit_code == 0, res.output
     assert "DOWN" in res.output and "BOOTING" in res.output and "slurmctld loss + boot" in res.output
     assert "2026-03-02 12:00:00" in res.output and "2026-03-02 12:55:00" in res.output
+    # datetimes: only the intervals overlapping [start, end), clipped to it
+    res = runner.invoke(
+        app,
+        [
+            "--store",
+            store.url,
+            "states",
+            "show",
+            "--node",
+            "cn001",
+            "--start",
+            "2026-03-02T11:30",
+            "--end",
+            "2026-03-02T13:30:00Z",
+        ],
+        env={"COLUMNS": "200"},
+    )
+    assert res.exit_code == 0, res.output
+    assert "2026-03-02 11:30:00" in res.output and "2026-03-02 13:30:00" in res.output
+    assert "DOWN" in res.output and "2026-03-02 00:00:00" not in res.output
+    res = runner.invoke(
+        app, ["--store", store.url, "states", "show", "--node", "cn001", "--start", "2026-03-02T14:00", "--end", "noon"]
+    )
+    assert res.exit_code != 0 and "invalid date/time" in str(res.exception)
     res = runner.invoke(
         app,
         ["--store", store.url, "states", "report", "--start", "2026-03-01", "--end", "2026-03-05", "--no-prefect"],

@@ -40,6 +40,36 @@ def _day(s: str) -> date:
         raise UserError(f"invalid date {s!r}: use YYYY-MM-DD") from None
 
 
+def _instant(s: str, is_end: bool) -> int:
+    """``YYYY-MM-DD`` (a whole UTC day: its start, or for ``is_end`` the next midnight) or an ISO datetime -> ns UTC.
+
+    Datetimes without a zone are UTC; ``Z`` and offsets are accepted.
+    """
+    from flows.cli import UserError
+
+    try:
+        d = date.fromisoformat(s)
+    except ValueError:
+        try:
+            t = datetime.fromisoformat(s.replace("Z", "+00:00").replace(" ", "T", 1))
+        except ValueError:
+            raise UserError(f"invalid date/time {s!r}: use YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS][Z]") from None
+        t = t if t.tzinfo else t.replace(tzinfo=UTC)
+        return int(t.timestamp() * 1_000_000) * 1000
+    d = d + timedelta(days=1) if is_end else d
+    return int(datetime(d.year, d.month, d.day, tzinfo=UTC).timestamp()) * 10**9
+
+
+def fmt(ns: int) -> str:
+    """``YYYY-MM-DD HH:MM:SS`` (UTC) of an int64 ns time."""
+    return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def fmt_range(lo: int, hi: int) -> str:
+    """``start .. end`` of a half-open ns range, for titles."""
+    return f"{fmt(lo)} .. {fmt(hi)}"
+
+
 def _wrap(fn):  # noqa: ANN001, ANN202
     from flows.cli import UserError
     from tasks.states import StatesError
@@ -82,8 +112,10 @@ def build(
 @states_app.command("show")
 def show(
     node: Annotated[str, typer.Option(help="Node name.")],
-    start: Annotated[str, typer.Option(help="First UTC day (YYYY-MM-DD).")],
-    end: Annotated[str, typer.Option(help="Last UTC day, inclusive (YYYY-MM-DD).")],
+    start: Annotated[str, typer.Option(help="First UTC day (YYYY-MM-DD) or an instant (YYYY-MM-DDTHH:MM[:SS][Z]).")],
+    end: Annotated[
+        str, typer.Option(help="Last UTC day, inclusive (YYYY-MM-DD), or an instant, exclusive (YYYY-MM-DDTHH:MM[:SS][Z]).")
+    ],
     no_overlay: Annotated[bool, typer.Option(help="Show the timeline without ADMIN/UNSCHEDULED overlays.")] = False,
     width: Annotated[int, typer.Option(help="Characters per day in the timeline bar.")] = 96,
 ) -> None:
@@ -99,7 +131,11 @@ def show(
     from tasks.states import day_range
 
     check_node_name(node)
-    s, e = _day(start), _day(end)
+    lo, hi = _instant(start, False), _instant(end, True)
+    if hi <= lo:
+        raise UserError(f"--end {end} must be after --start {start}")
+    s = datetime.fromtimestamp(lo / 1e9, UTC).date()
+    e = datetime.fromtimestamp((hi - 1) / 1e9, UTC).date()
     store = get_store()
     days = _wrap(lambda: day_range(s, e + timedelta(days=1)))
     t = store.read_staged("node_states", days)
@@ -108,9 +144,14 @@ def show(
     t = t.filter(pc.and_(pc.equal(t["node"], node), pc.equal(t["overlay"], not no_overlay)))
     if t.num_rows == 0:
         raise UserError(f"node {node!r} has no states in {days[0]}..{days[-1]}")
+    st_all = pc.cast(t["start"], pa.int64())
+    en_all = pc.cast(t["end"], pa.int64())
+    t = t.filter(pc.and_(pc.less(st_all, hi), pc.greater(en_all, lo)))  # intervals overlapping [start, end)
+    if t.num_rows == 0:
+        raise UserError(f"node {node!r} has no states in {start}..{end}")
     t = t.sort_by([("start", "ascending")])
-    st = pc.cast(t["start"], pa.int64()).to_numpy()
-    en = pc.cast(t["end"], pa.int64()).to_numpy()
+    st = np.maximum(pc.cast(t["start"], pa.int64()).to_numpy(), lo)
+    en = np.minimum(pc.cast(t["end"], pa.int64()).to_numpy(), hi)
     names = t["state"].to_pylist()
     ev = t["evidence"].to_pylist()
     # merge day splits of the same interval
@@ -120,12 +161,9 @@ def show(
             rows[-1][1] = b
         else:
             rows.append([a, b, n, x])
-    tab = Table(title=f"{node} {days[0]}..{days[-1]} ({'w/o' if no_overlay else 'w/'} overlay)")
+    tab = Table(title=f"{node} {fmt_range(lo, hi)} ({'w/o' if no_overlay else 'w/'} overlay)")
     for c in ("start (UTC)", "end (UTC)", "duration", "state", "evidence"):
         tab.add_column(c)
-
-    def fmt(ns: int) -> str:
-        return datetime.fromtimestamp(ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
     for a, b, n, x in rows:
         tab.add_row(fmt(a), fmt(b), str(timedelta(seconds=int((b - a) // 10**9))), Text(n, style=_COLORS[n]), x)
@@ -136,8 +174,8 @@ def show(
         pts = d0 + (np.arange(width) * day_ns) // width
         k = np.searchsorted(st, pts, side="right") - 1
         line = Text(f"{d} ")
-        for i in k:
-            n = names[i] if i >= 0 and en[i] > pts[0] else None
+        for i, p in zip(k, pts, strict=True):
+            n = names[i] if i >= 0 and en[i] > p else None
             line.append(_CHARS.get(n, " ") if n else " ", style=_COLORS.get(n, "") if n else "")
         console.print(line)
     console.print("legend: " + " ".join(f"{c}={n}" for n, c in _CHARS.items()))
