@@ -76,8 +76,10 @@ FAILURE_CAUSES: tuple[str, ...] = ("loss+boot", "loss+silent")
 FAILURE_EVENTS = TableSchema(
     name="failure_events",
     description=(
-        "Node failures: each DOWN episode of the overlaid timeline (DOWN and the BOOTING that ends it). "
-        "Consumed by the checkpoint-table failure fits. Failures shadowed by ADMIN_RESV are not listed (paper Sec. II-C)."
+        "Node failures: each DOWN episode (DOWN and the BOOTING that ends it) with its real start and end, one row "
+        "however the days were built (an episode still open is updated by later builds). Consumed by the "
+        "checkpoint-table failure fits. Episodes beginning inside an ADMIN_RESV / UNSCHEDULED_RESV overlay are "
+        "shadowed and not listed (paper Sec. II-C)."
     ),
     columns=(
         Column("node", pa.string(), nullable=False, regex=NODE_NAME_PATTERN, description="compute node"),
