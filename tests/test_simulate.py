@@ -446,3 +446,27 @@ def test_embedded_workload_parameters_come_from_the_thunder_fit(shared_data):
     assert tuple(f["node_sizes"]) == THUNDER_FIT["node_sizes"]
     assert np.allclose(f["size_log_runtime_means"], THUNDER_FIT["size_log_runtime_means"], atol=1e-3)
     assert np.allclose(f["hour_profile"], THUNDER_FIT["hour_profile"], atol=1e-3)
+
+
+def test_appending_day_by_day_is_byte_identical_to_a_full_run(tmp_path):
+    """Each appended day starts from the saved midnight state (scheduler + counter bases) and writes the same bytes."""
+    cfg = SimConfig(**SMALL)
+    a, b = tmp_path / "a", tmp_path / "b"
+    simulate(cfg, a, [0, 1, 2, 3])
+    for d in range(4):
+        r = simulate(cfg, b, [d])
+        assert r["days_scheduled"] == 1  # resumed from state/date=<day>/, never replayed from day 0
+    fa = {p.relative_to(a): p for p in a.rglob("*") if p.is_file() and p.name != "simulation.json"}
+    fb = {p.relative_to(b): p for p in b.rglob("*") if p.is_file() and p.name != "simulation.json"}
+    assert fa.keys() == fb.keys() and any("state" in str(k) for k in fa)
+    assert [k for k in fa if fa[k].read_bytes() != fb[k].read_bytes()] == []
+
+
+def test_next_day_cost_does_not_grow_with_the_horizon(tmp_path):
+    cfg = SimConfig(**{**SMALL, "step_s": 3600, "syslog_lines_per_node_day": 10.0})
+    simulate(cfg, tmp_path / "s", [1])
+    early = simulate(cfg, tmp_path / "s", [2])
+    simulate(cfg, tmp_path / "l", [39])  # schedules 40 days once, saves every midnight
+    late = simulate(cfg, tmp_path / "l", [40])
+    assert early["days_scheduled"] == late["days_scheduled"] == 1
+    assert late["schedule_seconds"] < 3 * early["schedule_seconds"] + 0.5, (early, late)

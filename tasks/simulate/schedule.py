@@ -9,7 +9,7 @@ many days are requested.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -27,7 +27,7 @@ from tasks.simulate.failures import (
 from tasks.simulate.maintenance import admin_reboots, maintenance_windows, user_reservations
 from tasks.simulate.rng import rng
 from tasks.simulate.topology import Topology, build_topology
-from tasks.simulate.workload import Jobs, schedule_jobs
+from tasks.simulate.workload import KEEP_ENDED_S, Jobs, SchedState, schedule_jobs
 
 EVENT_MARGIN_S = 2 * 86400
 _INDEX_LOCK = threading.Lock()
@@ -51,6 +51,8 @@ class Schedule:
     outages: pd.DataFrame  # node start end (collector gaps)
     fp_alerts: pd.DataFrame  # node start end service
     jobs: Jobs
+    first_day: int = 0  # jobs are complete for days >= first_day (resumed from a boundary state)
+    snapshots: list[SchedState] = field(default_factory=list)  # scheduler state at each later day boundary
 
     def node_events(self, nodes: np.ndarray) -> list:
         """Per-node event bundles (:class:`tasks.simulate.telemetry.NodeEvents`) for rendering ``nodes``."""
@@ -87,8 +89,19 @@ class Schedule:
             og = self._og.get(n)
             outs = list(zip(og["start"], og["end"], strict=True)) if og is not None else []
             an = self._an.get(n, [])
-            out.append(NodeEvents(pr["start"].to_numpy(), pr["end"].to_numpy(), lv, ids[rows], an, prec, down,
-                                  np.sort(np.asarray(boots, dtype=float)), outs))
+            out.append(
+                NodeEvents(
+                    pr["start"].to_numpy(),
+                    pr["end"].to_numpy(),
+                    lv,
+                    ids[rows],
+                    an,
+                    prec,
+                    down,
+                    np.sort(np.asarray(boots, dtype=float)),
+                    outs,
+                )
+            )
         return out
 
     def _index(self) -> None:
@@ -103,8 +116,10 @@ class Schedule:
             self._fl = {k: v for k, v in self.failures.groupby("node")}
             self._rb = {k: v for k, v in self.reboots.groupby("node")}
             self._og = {k: v for k, v in self.outages.groupby("node")}
-            self._downs = ({k: list(v.itertuples()) for k, v in self.failures.groupby("node")},
-                           {k: list(v.itertuples()) for k, v in self.reboots.groupby("node")})
+            self._downs = (
+                {k: list(v.itertuples()) for k, v in self.failures.groupby("node")},
+                {k: list(v.itertuples()) for k, v in self.reboots.groupby("node")},
+            )
             self._ready = True
 
     def node_downs(self, n: int) -> tuple[list, list]:
@@ -116,8 +131,9 @@ class Schedule:
         """(node, job row, start, end) for every allocated node of every job, sorted by node then start."""
         j = self.jobs
         rows = np.repeat(np.arange(len(j.table)), np.diff(j.offsets))
-        df = pd.DataFrame({"node": j.nodes, "row": rows, "start": j.table["start"].to_numpy()[rows],
-                           "end": j.table["end"].to_numpy()[rows]})
+        df = pd.DataFrame(
+            {"node": j.nodes, "row": rows, "start": j.table["start"].to_numpy()[rows], "end": j.table["end"].to_numpy()[rows]}
+        )
         return df.sort_values(["node", "start"], kind="stable").reset_index(drop=True)
 
 
@@ -173,8 +189,14 @@ def _fp_alerts(cfg: SimConfig, n_nodes: int, t_end: float) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["node", "start", "end", "service"])
 
 
-def build_schedule(cfg: SimConfig, n_days: int) -> Schedule:
-    """Schedule for days ``0 .. n_days-1`` after ``cfg.start`` (events generated a little beyond)."""
+def build_schedule(cfg: SimConfig, n_days: int, begin: SchedState | None = None) -> Schedule:
+    """Schedule for days ``0 .. n_days-1`` after ``cfg.start`` (events generated a little beyond).
+
+    With ``begin`` (the scheduler state at the start of day ``begin.t / 86400``) only the jobs from that day on
+    are scheduled (plus the running and recently ended ones it holds): the cost no longer grows with the
+    number of days already simulated. Event tables (failures, anomalies, ...) are cheap per-node renewal
+    processes and are always drawn from the epoch, so their event ids stay stable.
+    """
     topo = build_topology(cfg)
     t_stop = n_days * 86400.0
     t_ev = t_stop + EVENT_MARGIN_S
@@ -208,28 +230,56 @@ def build_schedule(cfg: SimConfig, n_days: int) -> Schedule:
     fails["event_id"] = fails["node"].astype(np.int64) * 1_000_000 + fails.groupby("node").cumcount()
     outages = _outages(cfg, topo, t_ev)
     fp = _fp_alerts(cfg, cfg.n_nodes, t_ev)
-    # scheduler inputs
-    down = [list(v) for v in (down_by_node[n] for n in range(cfg.n_nodes))]
+    # scheduler inputs (intervals and kill times that end before the resume point cannot matter any more)
+    # (reservation jobs are re-drawn from their reservation's start, so keep a margin for them)
+    t0 = begin.t - KEEP_ENDED_S - cfg.user_resv_hours * 3600.0 if begin is not None else -np.inf
+    down = [[(a, b) for a, b in v if b >= t0] for v in (down_by_node[n] for n in range(cfg.n_nodes))]
     for c in connloss.itertuples():
-        down[c.node].append((c.start, c.end))
+        if c.end >= t0:
+            down[c.node].append((c.start, c.end))
     for e in emergency.itertuples():
-        for n in topo.nodes_of_rack(e.rack):
-            down[n].append((e.start, e.end))
+        if e.end >= t0:
+            for n in topo.nodes_of_rack(e.rack):
+                down[n].append((e.start, e.end))
     kill: list[list[float]] = [[] for _ in range(cfg.n_nodes)]
     for r in fails.itertuples():
-        kill[r.node].append(r.t_detect)
+        if r.t_detect >= t0:
+            kill[r.node].append(r.t_detect)
     for c in connloss.itertuples():
-        kill[c.node].append(c.detect)
+        if c.detect >= t0:
+            kill[c.node].append(c.detect)
     planned: list[list[tuple[float, float]]] = [[] for _ in range(cfg.n_nodes)]
     for w in maint.itertuples():
-        for n in np.flatnonzero(topo.row == w.row):
-            planned[n].append((w.start, w.end))
+        if w.end >= t0:
+            for n in np.flatnonzero(topo.row == w.row):
+                planned[n].append((w.start, w.end))
     for a, b in misconfig_windows(cfg, t_ev):
-        for n in topo.nodes_of_rack(cfg.misconfig_rack):
-            planned[n].append((a, b))
+        if b >= t0:
+            for n in topo.nodes_of_rack(cfg.misconfig_rack):
+                planned[n].append((a, b))
     uresv = user_reservations(cfg, t_ev)
     for r in uresv.itertuples():
-        for n in range(r.first, r.first + r.n):
-            planned[n].append((r.start, r.end))
-    jobs = schedule_jobs(cfg, t_stop, down, kill, planned, uresv)
-    return Schedule(cfg, topo, t_stop, frail, fails, reboots, connloss, maint, emergency, uresv, anomalies, outages, fp, jobs)
+        if r.end >= t0:
+            for n in range(r.first, r.first + r.n):
+                planned[n].append((r.start, r.end))
+    resv_jobs = uresv[uresv["end"] >= begin.t - KEEP_ENDED_S] if begin is not None else uresv
+    jobs, snaps = schedule_jobs(cfg, t_stop, down, kill, planned, resv_jobs, begin)
+    first_day = int(round(begin.t / 86400.0)) if begin is not None else 0
+    return Schedule(
+        cfg,
+        topo,
+        t_stop,
+        frail,
+        fails,
+        reboots,
+        connloss,
+        maint,
+        emergency,
+        uresv,
+        anomalies,
+        outages,
+        fp,
+        jobs,
+        first_day,
+        snaps,
+    )

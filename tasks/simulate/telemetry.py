@@ -32,18 +32,29 @@ IDLE = {"util": 0.015, "mem": 0.04}
 
 # counter rate (per second) = W[c] @ drivers; the 'idle' column is the always-on baseline.
 _W = {
-    "net_rx_bytes": {"idle": 2e4, "net": 1.0}, "net_tx_bytes": {"idle": 1.5e4, "net": 0.8},
-    "net_rx_packets": {"idle": 40, "net": 1 / 900}, "net_tx_packets": {"idle": 35, "net": 1 / 1000},
+    "net_rx_bytes": {"idle": 2e4, "net": 1.0},
+    "net_tx_bytes": {"idle": 1.5e4, "net": 0.8},
+    "net_rx_packets": {"idle": 40, "net": 1 / 900},
+    "net_tx_packets": {"idle": 35, "net": 1 / 1000},
     "net_errors": {"idle": 1e-6, "err_net": 1.0},
-    "ib_rx_bytes": {"idle": 1e3, "ib": 1.0}, "ib_tx_bytes": {"idle": 1e3, "ib": 0.95},
-    "ib_rx_packets": {"idle": 2, "ib": 1 / 2048}, "ib_tx_packets": {"idle": 2, "ib": 1 / 2100},
-    "ib_errors": {"idle": 1e-6, "err_ib": 1.0}, "ib_link_downed": {"idle": 1e-8, "linkdown": 1.0},
-    "disk_read_bytes": {"idle": 5e3, "disk_r": 1.0}, "disk_write_bytes": {"idle": 2e4, "disk_w": 1.0},
-    "disk_read_ops": {"idle": 1, "disk_r": 1 / 16384}, "disk_write_ops": {"idle": 3, "disk_w": 1 / 32768},
-    "lustre_read_bytes": {"idle": 1e3, "lustre": 0.4}, "lustre_write_bytes": {"idle": 1e3, "lustre": 0.6},
-    "lustre_ops": {"idle": 5, "lustre": 1e-5}, "nfs_ops": {"idle": 2, "util": 20},
-    "edac_ce_count": {"idle": 2e-6, "err_ce": 1.0}, "edac_ue_count": {"idle": 1e-9},
-    "ctx_switches": {"idle": 3000, "util": 60000, "hog": 20000}, "interrupts": {"idle": 5000, "util": 40000, "ib": 1 / 4096},
+    "ib_rx_bytes": {"idle": 1e3, "ib": 1.0},
+    "ib_tx_bytes": {"idle": 1e3, "ib": 0.95},
+    "ib_rx_packets": {"idle": 2, "ib": 1 / 2048},
+    "ib_tx_packets": {"idle": 2, "ib": 1 / 2100},
+    "ib_errors": {"idle": 1e-6, "err_ib": 1.0},
+    "ib_link_downed": {"idle": 1e-8, "linkdown": 1.0},
+    "disk_read_bytes": {"idle": 5e3, "disk_r": 1.0},
+    "disk_write_bytes": {"idle": 2e4, "disk_w": 1.0},
+    "disk_read_ops": {"idle": 1, "disk_r": 1 / 16384},
+    "disk_write_ops": {"idle": 3, "disk_w": 1 / 32768},
+    "lustre_read_bytes": {"idle": 1e3, "lustre": 0.4},
+    "lustre_write_bytes": {"idle": 1e3, "lustre": 0.6},
+    "lustre_ops": {"idle": 5, "lustre": 1e-5},
+    "nfs_ops": {"idle": 2, "util": 20},
+    "edac_ce_count": {"idle": 2e-6, "err_ce": 1.0},
+    "edac_ue_count": {"idle": 1e-9},
+    "ctx_switches": {"idle": 3000, "util": 60000, "hog": 20000},
+    "interrupts": {"idle": 5000, "util": 40000, "ib": 1 / 4096},
 }
 W_COUNTERS = np.array([[_W[c].get(k, 0.0) for k in DRIVERS] for c in COUNTERS])
 
@@ -71,9 +82,21 @@ def node_traits(seed: int, nodes: np.ndarray, racks: np.ndarray) -> NodeTraits:
     for n, r in zip(nodes, racks, strict=True):
         g = rng(seed, "heterogeneity", int(n))
         rg = rng(seed, "heterogeneity", 10**6 + int(r))
-        vals.append((g.uniform(35, 55), g.uniform(170, 240), g.uniform(0.12, 0.2), g.uniform(3800, 4600), g.uniform(180, 320),
-                     rg.uniform(19.0, 24.0) + g.normal(0, 0.4), g.normal(0, 0.8), g.uniform(0.8, 1.25, len(COUNTERS)),
-                     g.uniform(2, 60) * 86400.0, g.normal(0, 0.04), 1 + 0.03 * g.standard_normal(6)))
+        vals.append(
+            (
+                g.uniform(35, 55),
+                g.uniform(170, 240),
+                g.uniform(0.12, 0.2),
+                g.uniform(3800, 4600),
+                g.uniform(180, 320),
+                rg.uniform(19.0, 24.0) + g.normal(0, 0.4),
+                g.normal(0, 0.8),
+                g.uniform(0.8, 1.25, len(COUNTERS)),
+                g.uniform(2, 60) * 86400.0,
+                g.normal(0, 0.04),
+                1 + 0.03 * g.standard_normal(6),
+            )
+        )
     cols = list(zip(*vals, strict=True))
     return NodeTraits(*(np.asarray(c, dtype=float) for c in cols))
 
@@ -156,14 +179,73 @@ def _ramp(t: np.ndarray, a: float, b: float) -> np.ndarray:
     return np.where((t >= a) & (t < b), (t - a) / max(b - a, 1.0), 0.0)
 
 
-def render(sched: Schedule, events: list[NodeEvents], nodes: np.ndarray, day: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Telemetry of ``nodes`` for ``day``: values (B, M, T) float64, present mask (B, T), job id (B, T; 0 = none)."""
-    cfg = sched.cfg
-    step = cfg.step_s
+def _day_integrals(ev: NodeEvents, tg: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Driver pieces on the day's grid ``tg`` (warm-up hour .. next midnight) and their integrals at every grid time.
+
+    The pieces always start at ``tg[0]``, whatever happened before, so a day's integrals are the same numbers
+    whether the day is rendered in a long run or alone from a saved boundary state.
+    """
+    bp, dv = driver_pieces(ev, float(tg[0]), float(tg[-1]))
+    return bp, dv, integrate(bp, dv, tg)
+
+
+def _last_boot(first_boot: float, ev: NodeEvents, t: float) -> float:
+    b = ev.boots[ev.boots <= t]
+    return float(b.max()) if len(b) else first_boot
+
+
+def _next_base(
+    ev: NodeEvents, first_boot: float, bp: np.ndarray, dv: np.ndarray, Ig: np.ndarray, base: np.ndarray, t0: float, Wn: int
+) -> np.ndarray:
+    """Driver integrals since the last boot at the next midnight, from those at ``t0`` (this midnight)."""
+    lb = _last_boot(first_boot, ev, t0 + 86400.0)
+    if lb > t0:
+        return Ig[-1] - integrate(bp, dv, np.array([lb]))[0]
+    return base + (Ig[-1] - Ig[Wn])
+
+
+def _grid(step: int, day: int) -> tuple[np.ndarray, int, int]:
     T = 86400 // step
     Wn = WARMUP_S // step
+    return day * 86400.0 + (np.arange(-Wn, T + 1) * step).astype(float), Wn, T
+
+
+def initial_base(sched: Schedule, events: list[NodeEvents], nodes: np.ndarray) -> np.ndarray:
+    """(B, K) driver integrals from each node's last boot before the epoch up to the epoch (the day-0 counter base)."""
+    traits = node_traits(sched.cfg.seed, nodes, sched.topo.rack[nodes])
+    out = np.zeros((len(nodes), len(DRIVERS)))
+    for b, ev in enumerate(events):
+        lb = _last_boot(-float(traits.uptime0[b]), ev, 0.0)
+        if lb < 0:
+            bp, dv = driver_pieces(ev, lb, 0.0)
+            out[b] = integrate(bp, dv, np.array([0.0]))[0]
+    return out
+
+
+def step_base(sched: Schedule, events: list[NodeEvents], nodes: np.ndarray, day: int, base: np.ndarray) -> np.ndarray:
+    """Counter base at the end of ``day`` without rendering it (same numbers as :func:`render` returns)."""
+    traits = node_traits(sched.cfg.seed, nodes, sched.topo.rack[nodes])
+    tg, Wn, _ = _grid(sched.cfg.step_s, day)
+    out = np.empty_like(base)
+    for b, ev in enumerate(events):
+        bp, dv, Ig = _day_integrals(ev, tg)
+        out[b] = _next_base(ev, -float(traits.uptime0[b]), bp, dv, Ig, base[b], day * 86400.0, Wn)
+    return out
+
+
+def render(
+    sched: Schedule, events: list[NodeEvents], nodes: np.ndarray, day: int, base: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Telemetry of ``nodes`` for ``day``.
+
+    ``base`` (B, K) holds each node's driver integrals from its last boot up to this midnight (:func:`initial_base`
+    for day 0, then what the previous day returned). Returns values (B, M, T) float64, present mask (B, T),
+    job id (B, T; 0 = none) and the base at the next midnight.
+    """
+    cfg = sched.cfg
+    step = cfg.step_s
+    tg, Wn, T = _grid(step, day)
     t0 = day * 86400.0
-    tg = t0 + (np.arange(-Wn, T + 1) * step).astype(float)  # grid incl. warm-up and one extra edge
     B = len(nodes)
     traits = node_traits(cfg.seed, nodes, sched.topo.rack[nodes])
     g = rng(cfg.seed, "telemetry", day, int(nodes[0]))
@@ -172,20 +254,22 @@ def render(sched: Schedule, events: list[NodeEvents], nodes: np.ndarray, day: in
     counters = np.zeros((B, len(COUNTERS), T))
     present = np.ones((B, T), dtype=bool)
     jobid = np.zeros((B, T), dtype=np.int64)
+    next_base = np.empty_like(base)
     ts = tg[Wn : Wn + T]
     gidx = np.rint(ts / step).astype(np.int64) + 10**9
     for b, (n, ev) in enumerate(zip(nodes, events, strict=True)):
         first_boot = -traits.uptime0[b]
-        boots_before = ev.boots[ev.boots <= ts[0]]
-        lo = min(float(boots_before.max()) if len(boots_before) else first_boot, tg[0])
-        bp, dv = driver_pieces(ev, lo, tg[-1])
-        Ig = integrate(bp, dv, tg)
+        bp, dv, Ig = _day_integrals(ev, tg)
         drv[b] = np.diff(Ig, axis=0) / step
+        next_base[b] = _next_base(ev, first_boot, bp, dv, Ig, base[b], t0, Wn)
         allboots = np.concatenate([[first_boot], ev.boots])
         bi = np.searchsorted(allboots, ts, side="right") - 1
         bref = allboots[np.maximum(bi, 0)]
-        Ib = integrate(bp, dv, bref)
-        since = (Ig[Wn : Wn + T] - Ib) @ (W_COUNTERS * traits.cscale[b][:, None]).T  # (T, C)
+        inday = bref > t0  # rebooted during the day: integrate from that boot
+        Is = base[b] + (Ig[Wn : Wn + T] - Ig[Wn])
+        if inday.any():
+            Is[inday] = Ig[Wn : Wn + T][inday] - integrate(bp, dv, bref[inday])
+        since = Is @ (W_COUNTERS * traits.cscale[b][:, None]).T  # (T, C)
         # telescoping noise: eps at this step minus eps at the first step after the boot
         first_idx = np.rint(np.ceil(bref / step)).astype(np.int64) + 10**9
         for c in range(len(COUNTERS)):
@@ -209,11 +293,21 @@ def render(sched: Schedule, events: list[NodeEvents], nodes: np.ndarray, day: in
     for m in METRICS:
         i = METRIC_INDEX[m.name]
         np.clip(vals[:, i], m.lo, m.hi, out=vals[:, i])
-    return vals, present, jobid
+    return vals, present, jobid, next_base
 
 
-def _gauges(seed: int, sched: Schedule, tr: NodeTraits, events: list[NodeEvents], nodes: np.ndarray, drv: np.ndarray,
-            te: np.ndarray, Wn: int, T: int, g: np.random.Generator) -> dict[str, np.ndarray]:
+def _gauges(
+    seed: int,
+    sched: Schedule,
+    tr: NodeTraits,
+    events: list[NodeEvents],
+    nodes: np.ndarray,
+    drv: np.ndarray,
+    te: np.ndarray,
+    Wn: int,
+    T: int,
+    g: np.random.Generator,
+) -> dict[str, np.ndarray]:
     """Gauges from per-step driver averages (B, Tw, K); ``te`` the step end times incl. warm-up."""
     B, Tw, _ = drv.shape
     util = np.minimum(drv[..., D["util"]] + drv[..., D["hog"]], 1.0)
@@ -285,14 +379,19 @@ def _gauges(seed: int, sched: Schedule, tr: NodeTraits, events: list[NodeEvents]
     p_sock = p_sock * (1 + 0.02 * nz((2, B, Tw)))
     out["power_cpu"] = p_sock.sum(0)
     out["power_mem"] = 12 + 55 * mem * (0.5 + 0.5 * util) + 1.5 * nz((B, Tw))
-    inlet = (tr.inlet[:, None] + 0.6 * np.sin(2 * np.pi * (te[None] / 86400.0 - 0.35)) + 6 * misconf + 12 * inlet_heat
-             + 0.15 * nz((B, Tw)))
+    inlet = (
+        tr.inlet[:, None]
+        + 0.6 * np.sin(2 * np.pi * (te[None] / 86400.0 - 0.35))
+        + 6 * misconf
+        + 12 * inlet_heat
+        + 0.15 * nz((B, Tw))
+    )
     # thermal lag: first-order filter, warmed up over WARMUP_S
     a = np.exp(-sched.cfg.step_s / THERMAL_TAU_S)
     temps = []
     for s in (0, 1):
         target = inlet + tr.r_th[:, None] * p_sock[s] + 18 * fan_fail + 14 * mce
-        zi = (a * target[:, :1])
+        zi = a * target[:, :1]
         lagged, _ = lfilter([1 - a], [1, -a], target, axis=1, zi=zi)
         temps.append(lagged + tr.bias[:, None] + 0.3 * nz((B, Tw)))
     out["temp_cpu0"], out["temp_cpu1"] = temps
@@ -304,8 +403,7 @@ def _gauges(seed: int, sched: Schedule, tr: NodeTraits, events: list[NodeEvents]
         fans[f] = fans[f] * (1 - dead) + dead * np.abs(150 * nz((B, Tw)))
         out[f"fan{f}_rpm"] = fans[f]
     fan_power = 6 * 12 * (fans.mean(0) / 10000) ** 3
-    out["power_node"] = (out["power_cpu"] + out["power_mem"] + 95 + fan_power + 40 * psu * nz((B, Tw)) * 3
-                         + 4 * nz((B, Tw)))
+    out["power_node"] = out["power_cpu"] + out["power_mem"] + 95 + fan_power + 40 * psu * nz((B, Tw)) * 3 + 4 * nz((B, Tw))
     out["temp_exhaust"] = inlet + out["power_node"] / 55 + 0.3 * nz((B, Tw))
     out["temp_dimm"] = inlet + 8 + 0.2 * out["power_mem"] + 0.3 * nz((B, Tw))
     out["temp_inlet"] = inlet

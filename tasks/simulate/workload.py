@@ -24,6 +24,9 @@ from tasks.simulate.rng import rng
 CHUNK = 256
 STARVATION_S = 4 * 3600.0
 SCAN_LIMIT = 64
+KEEP_ENDED_S = 86400.0
+"""Jobs that ended this long before a day boundary stay in its :class:`SchedState` (rendering context)."""
+FIRST_JOB_ID = 100001
 
 
 @dataclass
@@ -37,6 +40,26 @@ class Jobs:
     def nodes_of(self, i: int) -> np.ndarray:
         """Node indices of job row ``i``."""
         return self.nodes[self.offsets[i] : self.offsets[i + 1]]
+
+
+@dataclass
+class SchedState:
+    """The scheduler at a day boundary ``t`` (seconds since the epoch): enough to continue without replaying the past.
+
+    ``jobs`` holds the main-queue jobs that are pending (``start`` NaN) or started with ``end >= t - KEEP_ENDED_S``
+    (running ones keep the nodes busy until their end), with their node lists in ``alloc``; ``pending`` the queue
+    order (global rows = ``job_id - FIRST_JOB_ID``); ``next_row`` the first job submitted at or after ``t``, in
+    arrival chunk ``next_row // CHUNK`` whose operational start time is ``chunk_tau0``; ``pointer`` the round-robin
+    node pointer.
+    """
+
+    t: float
+    pointer: int
+    next_row: int
+    chunk_tau0: float
+    pending: list[int]
+    jobs: pd.DataFrame
+    alloc: list[np.ndarray]
 
 
 def _warp(cfg: SimConfig, tau: np.ndarray) -> np.ndarray:
@@ -84,28 +107,45 @@ def arrivals_chunk(cfg: SimConfig, c: int, tau0: float) -> tuple[pd.DataFrame, f
     zipf = 1.0 / np.arange(1, cfg.n_users + 1) ** 1.1
     user = g.choice(cfg.n_users, CHUNK, p=zipf / zipf.sum())
     exitc = np.where(state == "FAILED", g.choice([1, 2, 127, 139], CHUNK, p=[0.7, 0.1, 0.1, 0.1]), 0)
-    df = pd.DataFrame({
-        "job_id": 100001 + c * CHUNK + np.arange(CHUNK),
-        "submit": np.round(submit),
-        "nnodes": nn.astype(int),
-        "runtime": np.round(runtime),
-        "timelimit": timelimit,
-        "state": state,
-        "pending_cancel": pending_cancel,
-        "cancel_at": np.round(submit + 60 + cancel_after),
-        "user": user.astype(int),
-        "exit": exitc.astype(int),
-        "util": g.beta(6, 2, CHUNK),
-        "mem": g.beta(2, 3, CHUNK),
-        "net": np.exp(g.normal(np.log(2e6), 1.0, CHUNK)),
-        "ib": np.exp(g.normal(np.log(5e7), 1.2, CHUNK)),
-        "disk_r": np.exp(g.normal(np.log(2e5), 1.0, CHUNK)),
-        "disk_w": np.exp(g.normal(np.log(5e5), 1.0, CHUNK)),
-        "lustre": np.exp(g.normal(np.log(3e6), 1.3, CHUNK)),
-        "ckpt_period": g.choice([1800, 3600, 7200, 0], CHUNK).astype(float),
-        "name": g.choice(["vasp_std", "lmp_mpi", "gmx_mpi", "wrf.exe", "namd2", "python", "run.sh", "cp2k.psmp",
-                          "nek5000", "openfoam", "bash", "pw.x"], CHUNK),
-    })
+    df = pd.DataFrame(
+        {
+            "job_id": 100001 + c * CHUNK + np.arange(CHUNK),
+            "submit": np.round(submit),
+            "nnodes": nn.astype(int),
+            "runtime": np.round(runtime),
+            "timelimit": timelimit,
+            "state": state,
+            "pending_cancel": pending_cancel,
+            "cancel_at": np.round(submit + 60 + cancel_after),
+            "user": user.astype(int),
+            "exit": exitc.astype(int),
+            "util": g.beta(6, 2, CHUNK),
+            "mem": g.beta(2, 3, CHUNK),
+            "net": np.exp(g.normal(np.log(2e6), 1.0, CHUNK)),
+            "ib": np.exp(g.normal(np.log(5e7), 1.2, CHUNK)),
+            "disk_r": np.exp(g.normal(np.log(2e5), 1.0, CHUNK)),
+            "disk_w": np.exp(g.normal(np.log(5e5), 1.0, CHUNK)),
+            "lustre": np.exp(g.normal(np.log(3e6), 1.3, CHUNK)),
+            "ckpt_period": g.choice([1800, 3600, 7200, 0], CHUNK).astype(float),
+            "name": g.choice(
+                [
+                    "vasp_std",
+                    "lmp_mpi",
+                    "gmx_mpi",
+                    "wrf.exe",
+                    "namd2",
+                    "python",
+                    "run.sh",
+                    "cp2k.psmp",
+                    "nek5000",
+                    "openfoam",
+                    "bash",
+                    "pw.x",
+                ],
+                CHUNK,
+            ),
+        }
+    )
     return df, float(tau[-1])
 
 
@@ -126,8 +166,12 @@ def schedule_jobs(
     kill: list[list[float]],
     planned: list[list[tuple[float, float]]],
     resv: pd.DataFrame | None = None,
-) -> Jobs:
-    """Run the scheduler until ``t_stop`` (seconds since epoch).
+    begin: SchedState | None = None,
+) -> tuple[Jobs, list[SchedState]]:
+    """Run the scheduler until ``t_stop`` (seconds since epoch), from the epoch or from the boundary state ``begin``.
+
+    Returns the jobs and the scheduler state at every day boundary after the start, up to ``t_stop``. Resuming
+    from a boundary state gives exactly the jobs of an uninterrupted run (same heap order: global rows).
 
     Args:
         down: per node, intervals when the node cannot start jobs (crash..up, reboots, emergency resv).
@@ -145,37 +189,82 @@ def schedule_jobs(
         km[i, : len(lst)] = sorted(lst)
     planned_starts = np.unique(ps[np.isfinite(ps)])
 
+    t_begin = begin.t if begin is not None else 0.0
     busy = np.zeros(n, dtype=bool)
-    pointer = 0
-    heap: list[tuple[float, int, int]] = []  # (time, kind, job row); kind 0=end,1=arrive,2=tick
-    tau = 0.0
-    c = 0
-    pending: list[int] = []
+    pointer = begin.pointer if begin is not None else 0
+    heap: list[tuple[float, int, int]] = []  # (time, kind, local job row); kind 0=end,1=arrive,2=tick
+    c = begin.next_row // CHUNK if begin is not None else 0
+    tau = begin.chunk_tau0 if begin is not None else 0.0
     jobs_all: list[pd.DataFrame] = []
+    chunk_tau0: dict[int, float] = {}
     # pre-draw arrivals up to t_stop
     while True:
+        chunk_tau0[c] = tau
         df, tau = arrivals_chunk(cfg, c, tau)
         jobs_all.append(df)
         c += 1
         if df["submit"].iloc[-1] >= t_stop:
             break
     J = pd.concat(jobs_all, ignore_index=True)
-    J = J[J["submit"] < t_stop].reset_index(drop=True)
+    first_row = min(chunk_tau0) * CHUNK
+    arrival_submit = J["submit"].to_numpy()
+    J = J[(J["submit"] < t_stop) & (J["submit"] >= t_begin)]
+    n_old = 0
+    if begin is not None and len(begin.jobs):
+        old = begin.jobs[list(J.columns)]
+        n_old = len(old)
+        J = pd.concat([old, J], ignore_index=True)
+    J = J.reset_index(drop=True)
+    grow = (J["job_id"].to_numpy() - FIRST_JOB_ID).astype(np.int64)  # global rows: heap ties break as in one long run
     submit = J["submit"].to_numpy()
-    for i in range(len(J)):
-        heapq.heappush(heap, (submit[i], 1, i))
-    for t in np.unique(np.concatenate([de[np.isfinite(de)], pe[np.isfinite(pe)]])):
-        if t < t_stop:
-            heapq.heappush(heap, (float(t), 2, -1))
     start = np.full(len(J), np.nan)
     end = np.full(len(J), np.nan)
     final_state = J["state"].to_numpy().astype(object).copy()
+    alloc = [np.zeros(0, dtype=int)] * len(J)
+    pending: list[int] = []
+    if begin is not None:
+        local = {int(g_): i for i, g_ in enumerate(grow[:n_old])}
+        bj = begin.jobs
+        start[:n_old] = bj["start"].to_numpy()
+        end[:n_old] = bj["end"].to_numpy()
+        final_state[:n_old] = bj["state"].to_numpy()
+        for i in range(n_old):
+            alloc[i] = begin.alloc[i]
+            if np.isfinite(start[i]) and end[i] >= t_begin and len(alloc[i]):
+                busy[alloc[i]] = True
+                heapq.heappush(heap, (end[i], 0, i))
+        pending = [local[g_] for g_ in begin.pending]
+    for i in range(n_old, len(J)):
+        heapq.heappush(heap, (submit[i], 1, i))
+    for t in np.unique(np.concatenate([de[np.isfinite(de)], pe[np.isfinite(pe)]])):
+        if t_begin <= t < t_stop:
+            heapq.heappush(heap, (float(t), 2, -1))
     nnodes = J["nnodes"].to_numpy()
     tl = J["timelimit"].to_numpy()
     runtime = J["runtime"].to_numpy()
     pend_cancel = J["pending_cancel"].to_numpy()
     cancel_at = J["cancel_at"].to_numpy()
-    alloc = [np.zeros(0, dtype=int)] * len(J)
+    snapshots: list[SchedState] = []
+    next_b = (np.floor(t_begin / 86400.0) + 1) * 86400.0
+
+    def snapshot(b: float) -> None:
+        started = np.isfinite(start)
+        keep = (started & (end >= b - KEEP_ENDED_S)) | np.isin(np.arange(len(J)), pending)
+        rows = np.flatnonzero(keep)
+        js = J.iloc[rows].copy()
+        js["start"], js["end"], js["state"] = start[rows], end[rows], final_state[rows]
+        nxt = first_row + int(np.searchsorted(arrival_submit, b, side="left"))
+        snapshots.append(
+            SchedState(
+                b,
+                pointer,
+                nxt,
+                chunk_tau0[nxt // CHUNK],
+                [int(grow[j]) for j in pending],
+                js.reset_index(drop=True),
+                [alloc[i] for i in rows],
+            )
+        )
 
     def schedule_pass(t: float) -> None:
         nonlocal pointer
@@ -236,6 +325,9 @@ def schedule_jobs(
 
     while heap:
         t, kind, j = heapq.heappop(heap)
+        while next_b <= min(t, t_stop):
+            snapshot(next_b)
+            next_b += 86400.0
         if t >= t_stop:
             break
         if kind == 0:
@@ -250,6 +342,9 @@ def schedule_jobs(
             elif k2 == 1:
                 pending.append(j2)
         schedule_pass(t)
+    while next_b <= t_stop:
+        snapshot(next_b)
+        next_b += 86400.0
     for j in pending:  # cancelled while pending before the horizon
         if pend_cancel[j] and cancel_at[j] < t_stop:
             start[j] = end[j] = cancel_at[j]
@@ -268,11 +363,12 @@ def schedule_jobs(
     offsets = np.concatenate([[0], np.cumsum([len(a) for a in kept_alloc])]).astype(np.int64)
     nodes = np.concatenate(kept_alloc) if kept_alloc else np.zeros(0, dtype=int)
     J["alloc_n"] = np.diff(offsets)
-    return Jobs(J, offsets, nodes.astype(np.int64))
+    return Jobs(J, offsets, nodes.astype(np.int64)), snapshots
 
 
-def reservation_jobs(cfg: SimConfig, resv: pd.DataFrame, t_stop: float, ds: np.ndarray, de: np.ndarray,
-                     km: np.ndarray) -> tuple[pd.DataFrame, list[np.ndarray]]:
+def reservation_jobs(
+    cfg: SimConfig, resv: pd.DataFrame, t_stop: float, ds: np.ndarray, de: np.ndarray, km: np.ndarray
+) -> tuple[pd.DataFrame, list[np.ndarray]]:
     """Jobs of the reservation's project inside each user reservation: back-to-back runs on the nodes that are up,
     separated by idle gaps (SaNSA's RESERVED_IDLE); NODE_FAIL when one of their nodes goes DOWN."""
     rows: list[dict] = []
@@ -286,8 +382,15 @@ def reservation_jobs(cfg: SimConfig, resv: pd.DataFrame, t_stop: float, ds: np.n
             up = ~((ds[nodes] <= t) & (de[nodes] > t)).any(1)
             dur = float(np.clip(np.exp(g.normal(np.log(7200.0), 0.6)), 300.0, max(300.0, r.end - t)))
             gap = float(g.exponential(2700.0))
-            levels = (g.beta(6, 2), g.beta(2, 3), np.exp(g.normal(np.log(2e6), 1.0)), np.exp(g.normal(np.log(5e7), 1.2)),
-                      np.exp(g.normal(np.log(2e5), 1.0)), np.exp(g.normal(np.log(5e5), 1.0)), np.exp(g.normal(np.log(3e6), 1.3)))
+            levels = (
+                g.beta(6, 2),
+                g.beta(2, 3),
+                np.exp(g.normal(np.log(2e6), 1.0)),
+                np.exp(g.normal(np.log(5e7), 1.2)),
+                np.exp(g.normal(np.log(2e5), 1.0)),
+                np.exp(g.normal(np.log(5e5), 1.0)),
+                np.exp(g.normal(np.log(3e6), 1.3)),
+            )
             pick = nodes[up]
             if len(pick):
                 end = min(t + dur, r.end)
@@ -296,13 +399,32 @@ def reservation_jobs(cfg: SimConfig, resv: pd.DataFrame, t_stop: float, ds: np.n
                 state = "COMPLETED"
                 if hit.size:
                     end, state = float(hit.min()), "NODE_FAIL"
-                rows.append({"job_id": 900000 + int(r.m) * 1000 + k, "submit": round(t) - 60.0, "nnodes": len(pick),
-                             "runtime": round(end - t), "timelimit": float(np.ceil((r.end - t) / 300.0) * 300.0),
-                             "state": state, "pending_cancel": False, "cancel_at": np.nan, "user": int(r.user), "exit": 0,
-                             "util": levels[0], "mem": levels[1], "net": levels[2], "ib": levels[3], "disk_r": levels[4],
-                             "disk_w": levels[5], "lustre": levels[6], "ckpt_period": 0.0, "name": "campaign.sh",
-                             "start": float(round(t)), "end": float(round(end)),
-                             "reservation": f"resv_u{int(r.user):04d}_{int(r.m):03d}"})
+                rows.append(
+                    {
+                        "job_id": 900000 + int(r.m) * 1000 + k,
+                        "submit": round(t) - 60.0,
+                        "nnodes": len(pick),
+                        "runtime": round(end - t),
+                        "timelimit": float(np.ceil((r.end - t) / 300.0) * 300.0),
+                        "state": state,
+                        "pending_cancel": False,
+                        "cancel_at": np.nan,
+                        "user": int(r.user),
+                        "exit": 0,
+                        "util": levels[0],
+                        "mem": levels[1],
+                        "net": levels[2],
+                        "ib": levels[3],
+                        "disk_r": levels[4],
+                        "disk_w": levels[5],
+                        "lustre": levels[6],
+                        "ckpt_period": 0.0,
+                        "name": "campaign.sh",
+                        "start": float(round(t)),
+                        "end": float(round(end)),
+                        "reservation": f"resv_u{int(r.user):04d}_{int(r.m):03d}",
+                    }
+                )
                 allocs.append(pick.astype(np.int64))
                 t = end + gap
             else:
