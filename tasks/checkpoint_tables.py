@@ -4,7 +4,8 @@ For every job shape (from :func:`tasks.shapes.job_shapes` on the jobs table, plu
 1-8192 nodes x 1-72 h) x checkpoint cost x failure model, the table holds the interval of Young,
 Daly (first order as quoted by Frank, and Daly's higher-order form) and the aware interval
 (Algorithm 1 over eq. 3.8, with Young's and Daly's intervals added to its candidates), the expected
-cost ``E_C`` (eq. 3.8) and expected makespan ``runtime + E_C`` of each, and the saving of aware vs
+cost ``E_C`` (eq. 3.8) and expected makespan (runtime, which includes the checkpoints, + expected lost
+work + restart) of each, and the saving of aware vs
 Daly and vs Young in % of ``E_C`` and in node-hours (per job and weighted by the shape's job count).
 
 A job on ``N`` nodes has the MTBF of eq. 3.14 (``MTBF_node / N``) and the failure model's Weibull
@@ -115,9 +116,11 @@ def compute_table(
 ) -> xr.Dataset:
     """Intervals, expected costs/makespans and savings for every shape x ckpt cost x failure model x method.
 
+    The runtime of a shape is eq. 3.8's ``t``: wall clock including the checkpoints the job writes; the
+    makespan is :func:`models.checkpoint.expected_makespan` (``t`` + expected lost work + restart).
     Shapes whose checkpoint cost is not shorter than their runtime (or whose runtime is under one
-    minute) are not checkpointable: their values are NaN (Frank, sec. 3.4.3 uses only jobs with
-    ``t_c + tau < t``).
+    minute, or checkpoint cost under one second) are not checkpointable: their values are NaN (Frank,
+    sec. 3.4.3 uses only jobs with ``t_c + tau < t``).
     """
     missing = [c for c in SHAPE_COLUMNS if c not in shapes.columns]
     if missing:
@@ -138,9 +141,10 @@ def compute_table(
     tc3 = np.broadcast_to(tc[:, :, None], (s, c, f))
     m3 = np.broadcast_to(mtbf[:, None, :], (s, c, f))
     w3 = np.broadcast_to(shape_w[None, None, :], (s, c, f))
-    ok = (tc3 < T3) & (T3 >= 1.0 / 60.0)
+    ok = (tc3 < T3) & (T3 >= 1.0 / 60.0) & (tc3 >= MIN_CKPT_COST_H)
     interval = np.full((s, c, f, len(METHODS)), np.nan)
     cost = np.full_like(interval, np.nan)
+    makespan = np.full_like(interval, np.nan)
     never = np.zeros((s, c, f), bool)
     if ok.any():
         t_, tc_, m_, w_ = T3[ok], tc3[ok], m3[ok], w3[ok]
@@ -150,8 +154,8 @@ def compute_table(
         interval[ok] = np.column_stack([classic, aw.tau_h])
         cost[ok] = np.column_stack([ccost, aw.cost_h])
         never[ok] = aw.never
+        makespan[ok] = expected_makespan(t_[:, None], interval[ok], tc_[:, None], m_[:, None], w_[:, None], restart_h)
     p_fail = failure_cdf(runtime[:, None], mtbf, shape_w[None, :])  # (S, F)
-    makespan = runtime[:, None, None, None] + cost
     i_y, i_d, i_a = METHODS.index("young"), METHODS.index("daly"), METHODS.index("aware")
     with np.errstate(invalid="ignore", divide="ignore"):
         save_d = cost[..., i_d] - cost[..., i_a]
@@ -172,9 +176,11 @@ def compute_table(
         {
             "interval_h": v(interval, dims4, "h", "compute time between checkpoints tau (inf: never checkpoint)"),
             "expected_cost_h": v(cost, dims4, "h", "expected checkpoint + lost-work cost E_C (Frank eq. 3.8)"),
-            "expected_makespan_h": v(makespan, dims4, "h", "runtime + E_C (first attempt; re-queued rest is a new job)"),
+            "expected_makespan_h": v(
+                makespan, dims4, "h", "runtime + expected lost work + restart (runtime includes the checkpoints)"
+            ),
             "never_checkpoint": v(never, dims3, "1", "aware method recommends not checkpointing"),
-            "checkpointable": v(ok, dims3, "1", "checkpoint cost < runtime and runtime >= 1 min"),
+            "checkpointable": v(ok, dims3, "1", "1 s <= checkpoint cost < runtime and runtime >= 1 min"),
             "ckpt_cost_h": v(tc, ("shape", "ckpt_cost"), "h", "checkpoint cost t_c"),
             "job_mtbf_h": v(mtbf, ("shape", "failure_model"), "h", "job MTBF = node MTBF / nodes (Frank eq. 3.14)"),
             "p_fail": v(p_fail, ("shape", "failure_model"), "1", "probability the job fails before its end (eq. 3.13)"),

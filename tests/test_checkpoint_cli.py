@@ -37,6 +37,7 @@ def test_interval_recommendation() -> None:
     assert "128 nodes x 24 h" in out and "job MTBF 342.42 h" in out  # 5 y * 8766 h / 128
     assert "aware: checkpoint every 7.850 h" in out
     assert "Daly: every 10.573 h" in out and "Young: every 10.684 h" in out
+    assert "2 checkpoint(s) = 23.667 h of compute" in out and "expected makespan 24.461 h" in out
 
 
 def test_interval_never_and_machine_mtbf() -> None:
@@ -68,6 +69,9 @@ def test_interval_never_and_machine_mtbf() -> None:
         (["--ckpt-cost", "10m"], "exactly one of --mtbf-node"),
         (["--ckpt-cost", "10m", "--mtbf-machine", "24h"], "needs --machine-nodes"),
         (["--ckpt-cost", "10m", "--mtbf-machine", "24h", "--machine-nodes", "64"], "more nodes"),
+        (["--ckpt-cost", "1e-12s", "--mtbf-node", "5y"], "checkpoint cost 2.78e-16 h is outside the supported range"),
+        (["--ckpt-cost", "10m", "--mtbf-node", "1e-9s"], "job MTBF 2.17e-15 h is outside the supported range"),
+        (["--ckpt-cost", "10m", "--mtbf-node", "5y", "--weibull-shape", "1e-6"], "Weibull shape 1e-06 is outside"),
     ],
 )
 def test_interval_bad_input_one_line(args: list[str], msg: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from models.checkpoint import aware_interval, expected_cost
+from models.checkpoint import aware_interval, expected_cost, failure_cdf
 from models.checkpoint_mc import simulate_cost
 
 
@@ -19,14 +19,28 @@ def test_model_inside_monte_carlo_ci(w: float, t: float) -> None:
     assert np.all((ec >= mc.lo_h) & (ec <= mc.hi_h)), (ec, mc.mean_h, mc.stderr_h)
 
 
+def _printed_variant_cost(t: float, tau: float, tc: float, m: float, w: float) -> float:
+    """Eq. 3.8 with eq. 3.7's last interval integrated to ``P((n+1) t_u)`` (the sum as printed) instead of
+    ``P(t)``: ``n_f`` grows by ``n (P((n+1) t_u) - P(t))``, so ``E_C`` shrinks by ``tau`` times that."""
+    tu = tau + tc
+    n = np.floor(t / tu)
+    return float(expected_cost(t, tau, tc, m, w)) - tau * n * float(failure_cdf((n + 1) * tu, m, w) - failure_cdf(t, m, w))
+
+
 def test_monte_carlo_is_reproducible_and_detects_wrong_model() -> None:
     a = simulate_cost(18.99, 4.25, 0.5, 24.0, 0.8, seed=5)
     b = simulate_cost(18.99, 4.25, 0.5, 24.0, 0.8, seed=5)
     assert a.mean_h[0] == b.mean_h[0]
-    # Integrating the last interval to (n+1) t_u (the literal printed sum) overstates n_f; MC rejects
-    # a cost that is 5% off.
-    ec = float(expected_cost(18.99, 4.25, 0.5, 24.0, 0.8))
-    assert not (a.lo_h[0] <= ec * 1.05 <= a.hi_h[0])
+    # Fig. 3.6's job (t = 22.51 h, P(t) = 65%), tau = 2 h, t_c = 0.5 h: n = 9 checkpoints, (n+1) t_u = 25 h > t.
+    # The model (last interval clipped at t) lies inside the 99.9% CI of F = 10,000 simulated failures; the
+    # printed-P((n+1) t_u) variant lies far outside it, for several seeds.
+    wrong = _printed_variant_cost(22.51, 2.0, 0.5, 24.0, 0.8)
+    ec = float(expected_cost(22.51, 2.0, 0.5, 24.0, 0.8))
+    assert ec - wrong > 0.5
+    for seed in (0, 1, 2):
+        mc = simulate_cost(22.51, 2.0, 0.5, 24.0, 0.8, failures=10_000, seed=seed, confidence=0.999)
+        assert mc.lo_h[0] <= ec <= mc.hi_h[0], (ec, mc.mean_h, mc.stderr_h)
+        assert not (mc.lo_h[0] <= wrong <= mc.hi_h[0]), (wrong, mc.mean_h, mc.stderr_h)
 
 
 def test_restart_cost_in_simulation() -> None:
@@ -42,7 +56,12 @@ def test_aware_interval_is_cheapest_in_simulation() -> None:
 
 
 def test_mc_bad_input() -> None:
-    with pytest.raises(ValueError, match="at least 2"):
-        simulate_cost(10.0, 1.0, 0.5, 24.0, failures=1)
+    # F >= 10,000 as in the thesis; the override is for tests of the simulator itself
+    with pytest.raises(ValueError, match="at least 10,000 simulated failures"):
+        simulate_cost(10.0, 1.0, 0.5, 24.0, failures=2000)
+    with pytest.raises(ValueError, match="at least 2 "):
+        simulate_cost(10.0, 1.0, 0.5, 24.0, failures=1, allow_few_failures=True)
+    few = simulate_cost(10.0, 1.0, 0.5, 24.0, failures=50, allow_few_failures=True)
+    assert few.failures == 50 and np.isfinite(few.mean_h).all()
     with pytest.raises(ValueError, match="tau"):
         simulate_cost(10.0, -1.0, 0.5, 24.0)

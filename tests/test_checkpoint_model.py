@@ -47,6 +47,23 @@ def test_hand_computed_poisson_case() -> None:
     assert float(expected_cost(3.0, 0.5, 0.5, 10.0, 1.0)) == pytest.approx(1.3596246, abs=1e-7)
 
 
+def test_hand_computed_makespan() -> None:
+    from models.checkpoint import expected_makespan
+
+    # Same job: t = 3 h is the wall clock including the n = 3 checkpoints (eq. 3.8's t), so the
+    # makespan is t + expected lost work t_f mod t_u: 3 + mu^t - t_u n_f = 3 + 0.36936313 - 1 * 0.24193173.
+    assert float(expected_makespan(3.0, 0.5, 0.5, 10.0, 1.0)) == pytest.approx(3.12743140, abs=1e-7)
+    # = t + E_C - t_c (n_f + n (1 - P(t))): E_C minus the checkpoint time t already contains
+    assert float(expected_makespan(3.0, 0.5, 0.5, 10.0, 1.0)) == pytest.approx(
+        3.0 + 1.3596246 - 0.5 * (0.24193173 + 3 * (1 - 0.25918178)), abs=1e-7
+    )
+    # restart R adds R P(t); never checkpointing: t + mu^t
+    assert float(expected_makespan(3.0, 0.5, 0.5, 10.0, 1.0, restart_h=0.2)) == pytest.approx(
+        3.12743140 + 0.2 * 0.25918178, abs=1e-7
+    )
+    assert float(expected_makespan(3.0, np.inf, 0.5, 10.0, 1.0)) == pytest.approx(3.36936313, abs=1e-7)
+
+
 @pytest.mark.parametrize("w", [0.5, 0.8, 1.0, 1.7])
 @pytest.mark.parametrize("t,tau,tc", [(6.59, 1.3, 0.5), (18.99, 4.25, 0.5), (5.0, 1.0, 0.25), (3.0, 2.9, 0.05)])
 def test_closed_form_matches_integration(w: float, t: float, tau: float, tc: float) -> None:
@@ -158,6 +175,12 @@ def test_restart_cost_shifts_cost_not_interval() -> None:
         ((10.0, 0.5, 24.0, -0.8), "shape"),
         ((1.0, 1.0, 24.0, 1.0), "shorter than the runtime"),
         ((1.0, 2.0, 24.0, 1.0), "shorter than the runtime"),
+        ((10.0, 0.5, 24.0, 1e-6), r"shape 1e-06 is outside the supported range \[0.05, 20\]"),
+        ((10.0, 0.5, 24.0, 25.0), "outside the supported range"),
+        ((10.0, 1e-12, 24.0, 1.0), r"checkpoint cost .* \(at least one second\)"),
+        ((10.0, 0.5, 1e-9, 1.0), r"job MTBF .* \(one minute to 1e6 years\)"),
+        ((10.0, 0.5, 1e12, 1.0), "job MTBF"),
+        ((9000.0, 0.5, 24.0, 1.0), r"runtime .* \(at most one year\)"),
     ],
 )
 def test_bad_parameters_one_line_errors(args: tuple, msg: str) -> None:
@@ -166,6 +189,19 @@ def test_bad_parameters_one_line_errors(args: tuple, msg: str) -> None:
     assert "\n" not in str(e.value)
     with pytest.raises(ValueError, match=msg):
         expected_cost(args[0], 1.0, *args[1:])
+
+
+def test_cost_guard() -> None:
+    from models.checkpoint import check_cost
+
+    with pytest.raises(FloatingPointError, match="not finite or exceeds the runtime"):
+        check_cost(np.array([0.5, np.nan]), np.array([1.0, 1.0]))
+    with pytest.raises(FloatingPointError):
+        check_cost(np.array([1.5]), np.array([1.0]))
+    assert check_cost(np.array([1.2]), np.array([1.0]), 0.3)[0] == 1.2
+    # E_C never exceeds t at the extremes the validation lets through
+    c = expected_cost(8766.0, [1 / 3600, 100.0, np.inf], 1 / 3600, 1 / 60, 0.05)
+    assert np.all(np.isfinite(c)) and np.all(c <= 8766.0)
 
 
 def test_bad_tau() -> None:

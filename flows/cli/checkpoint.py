@@ -34,7 +34,10 @@ def _shapes(values: list[float], what: str) -> list[float]:
 @checkpoint_app.command("interval")
 def interval(
     nodes: Annotated[int, typer.Option(help="Nodes the job uses.")],
-    hours: Annotated[float, typer.Option(help="Runtime of the job in hours (without checkpoints).")],
+    hours: Annotated[
+        float,
+        typer.Option(help="Wall-clock runtime of the job in hours, including the checkpoints it writes (eq. 3.8's t)."),
+    ],
     ckpt_cost: Annotated[str, typer.Option(help="Time to write one checkpoint, e.g. 10m, 0.25h.")],
     mtbf_node: Annotated[str | None, typer.Option(help="MTBF of one node, e.g. 5y (job MTBF = it / nodes, eq. 3.14).")] = None,
     mtbf_machine: Annotated[str | None, typer.Option(help="MTBF of the whole machine, e.g. 24h (needs --machine-nodes).")] = None,
@@ -46,7 +49,14 @@ def interval(
     import math
 
     from flows.cli import UserError, console
-    from models.checkpoint import aware_interval, daly_first_order_interval, daly_interval, expected_cost, young_interval
+    from models.checkpoint import (
+        aware_interval,
+        daly_first_order_interval,
+        daly_interval,
+        expected_cost,
+        expected_makespan,
+        young_interval,
+    )
     from models.failures import job_mtbf
 
     if nodes < 1:
@@ -67,7 +77,8 @@ def interval(
         classic = [float(young_interval(m_job, tc)), float(daly_interval(m_job, tc)), float(daly_first_order_interval(m_job, tc))]
         res = aware_interval(hours, tc, m_job, weibull_shape, restart_h=r, extra_tau_h=[classic])
         costs = expected_cost(hours, classic, tc, m_job, weibull_shape, r)
-    except ValueError as e:
+        span = float(expected_makespan(hours, res.tau_h[0], tc, m_job, weibull_shape, r)[()])
+    except (ValueError, ArithmeticError) as e:
         raise UserError(str(e)) from None
     tau = float(res.tau_h[0])
     aware_cost = float(res.cost_h[0])
@@ -81,8 +92,9 @@ def interval(
         n = math.floor(hours / (tau + tc))
         console.print(
             f"[bold]aware: checkpoint every {tau:.3f} h ({tau * 60:.0f} min of compute)[/bold], "
-            f"{n} checkpoint(s), expected cost {aware_cost:.3f} h"
+            f"{n} checkpoint(s) = {hours - n * tc:.3f} h of compute, expected cost {aware_cost:.3f} h"
         )
+    console.print(f"expected makespan {span:.3f} h (runtime incl. checkpoints + expected lost work + restart)")
     for name, t, c in (("Daly", classic[1], float(costs[1])), ("Young", classic[0], float(costs[0]))):
         note = " (longer than the job: no checkpoint)" if t + tc > hours else ""
         saving = 100 * (c - aware_cost) / c if c > 0 else 0.0
