@@ -42,6 +42,7 @@ MAX_LINE = 1 << 20
 
 _READ = 1 << 16  # small reads: a truncated compressed stream loses at most this much before the error
 _PAD = 136  # >= the widest window (128) + 8
+_PAD_BYTES = b"\0" * _PAD
 _NS = 1_000_000_000
 MAX_EPOCH_S = 9_223_372_035
 """Latest epoch second a ``timestamp[ns]`` can hold (2262-04-11); later times are rejected, never wrapped."""
@@ -56,7 +57,7 @@ class Block:
     """Complete lines of one read block.
 
     Attributes:
-        data: UTF-8 bytes of the lines, each terminated by ``\\n``.
+        data: UTF-8 bytes of the lines, each terminated by ``\\n`` (``bytes`` or a zero-copy ``memoryview``).
         buf: ``uint8`` view of ``data`` followed by 136 zero bytes (so fixed-width gathers never overrun).
         starts / ends: byte offsets of each line in ``data`` (``ends`` excludes ``\\r\\n``).
         first_line: 1-based line number of the first line.
@@ -64,7 +65,7 @@ class Block:
         rejects: ``(line_number, raw, reason)`` of lines rejected while splitting.
     """
 
-    data: bytes
+    data: bytes | memoryview
     buf: np.ndarray
     starts: np.ndarray
     ends: np.ndarray
@@ -80,7 +81,7 @@ class Block:
 
     def line(self, i: int) -> str:
         """Text of line ``i`` (block index)."""
-        return self.data[int(self.starts[i]) : int(self.ends[i])].decode("utf-8")
+        return str(self.data[int(self.starts[i]) : int(self.ends[i])], "utf-8")
 
     def lineno(self, idx: np.ndarray) -> np.ndarray:
         """1-based line numbers of block indices ``idx``."""
@@ -114,16 +115,24 @@ def _decode_mixed(chunk: bytes) -> bytes:
 
 def _make_block(chunk: bytes, first_line: int, max_line: int) -> Block:
     """Split a chunk of complete lines (ending with ``\\n``) into a :class:`Block`."""
-    if chunk.isascii():  # ASCII is valid UTF-8: no need to decode a copy to check
-        data = chunk
-    else:
+    return _block_from_padded(chunk + _PAD_BYTES, first_line, max_line)
+
+
+def _block_from_padded(padded: bytes, first_line: int, max_line: int) -> Block:
+    """:func:`_make_block` of ``padded[:-_PAD]`` where ``padded`` already ends with ``_PAD`` zero bytes.
+
+    The block's ``data`` is a zero-copy view of ``padded`` (one copy of the bytes fewer per block).
+    """
+    n = len(padded) - _PAD
+    if not padded.isascii():  # ASCII is valid UTF-8 (the zero padding too): no need to decode a copy to check
         try:
-            chunk.decode("utf-8")
-            data = chunk
+            padded.decode("utf-8")
         except UnicodeDecodeError:
-            data = _decode_mixed(chunk)
-    buf = np.frombuffer(data + b"\0" * _PAD, np.uint8)
-    body = buf[: len(data)]
+            padded = _decode_mixed(padded[:n]) + _PAD_BYTES
+            n = len(padded) - _PAD
+    data = memoryview(padded)[:n]
+    buf = np.frombuffer(padded, np.uint8)
+    body = buf[:n]
     nl = np.flatnonzero(body == 10)
     starts = np.empty(len(nl), np.int64)
     if len(nl):
@@ -134,18 +143,41 @@ def _make_block(chunk: bytes, first_line: int, max_line: int) -> Block:
     ends[has_cr] -= 1
     bad = np.zeros(len(nl), bool)
     rejects: list[tuple[int, bytes | str, str]] = []
-    nul = np.flatnonzero(body == 0) if b"\0" in data else ()
+    nul = np.flatnonzero(body == 0) if padded.find(b"\0", 0, n) >= 0 else ()
     if len(nul):
         for i in np.unique(np.searchsorted(starts, nul, side="right") - 1):
             bad[i] = True
-            raw = data[starts[i] : ends[i]]
+            raw = bytes(data[starts[i] : ends[i]])
             rejects.append((first_line + int(i), raw.replace(b"\0", b"\\0"), "parse: NUL byte in line"))
     long = np.flatnonzero((ends - starts > max_line) & ~bad)
     for i in long:
         bad[i] = True
-        rejects.append((first_line + int(i), data[starts[i] : starts[i] + 200], f"parse: line longer than {max_line} bytes"))
+        rejects.append(
+            (first_line + int(i), bytes(data[starts[i] : starts[i] + 200]), f"parse: line longer than {max_line} bytes")
+        )
     usable = np.flatnonzero(~bad & (ends > starts))
     return Block(data, buf, starts, ends, first_line, usable, rejects)
+
+
+def _split_tail(parts: list[bytes], tail: int) -> tuple[bytes, list[bytes]]:
+    """Join ``parts`` without their last ``tail`` bytes, plus the zero padding, in one copy.
+
+    Returns ``(padded complete lines, the parts holding the tail)``.
+    """
+    i = len(parts)
+    rest: list[bytes] = []
+    head_last: list[bytes] = []
+    while tail > 0:
+        i -= 1
+        p = parts[i]
+        if len(p) <= tail:
+            rest.insert(0, p)
+            tail -= len(p)
+        else:
+            head_last = [p[: len(p) - tail]]
+            rest.insert(0, p[len(p) - tail :])
+            tail = 0
+    return b"".join([*parts[:i], *head_last, _PAD_BYTES]), rest
 
 
 _READ_ERRORS = (EOFError, OSError, lzma.LZMAError, zlib.error, pa.ArrowException)
@@ -179,9 +211,9 @@ def iter_blocks(stream: BinaryIO, name: str, block_bytes: int = 16 << 20, max_li
                 f"the lines before were read, re-fetch the file for the rest"
             ) from e
         if not piece:
-            chunk = b"".join(parts)
-            if chunk:
-                yield _make_block(chunk if chunk.endswith(b"\n") else chunk + b"\n", next_line, max_line)
+            if size:
+                last = b"" if parts[-1].endswith(b"\n") else b"\n"
+                yield _block_from_padded(b"".join([*parts, last, _PAD_BYTES]), next_line, max_line)
             return
         if skipping:
             nlp = piece.find(b"\n")
@@ -197,17 +229,17 @@ def iter_blocks(stream: BinaryIO, name: str, block_bytes: int = 16 << 20, max_li
         nlp = piece.rfind(b"\n")
         tail = tail + len(piece) if nlp < 0 else len(piece) - nlp - 1
         if tail > max_line or size >= block_bytes:
-            chunk = b"".join(parts)
-            cut = len(chunk) - tail
-            if cut > 0:
-                blk = _make_block(chunk[:cut], next_line, max_line)
+            padded, rest = _split_tail(parts, tail)
+            if len(padded) > _PAD:
+                blk = _block_from_padded(padded, next_line, max_line)
                 next_line += blk.n_lines
                 yield blk
+            del padded
             if tail > max_line:
-                yield _reject_only(next_line, chunk[cut : cut + 200], f"parse: line longer than {max_line} bytes")
+                yield _reject_only(next_line, b"".join(rest)[:200], f"parse: line longer than {max_line} bytes")
                 parts, size, tail, skipping = [], 0, 0, True
             else:
-                parts = [chunk[cut:]] if tail else []
+                parts = rest
                 size = tail
 
 
@@ -437,18 +469,33 @@ def normalise_host(raw: str, aliases: Mapping[str, str]) -> tuple[str | None, st
     return name, None
 
 
-def normalise_hosts(raw: pa.Array, aliases: Mapping[str, str],
-                    rule: Callable[[str, Mapping[str, str]], tuple[str | None, str | None]] = normalise_host,
-                    ) -> tuple[pa.Array, pa.Array]:
+_HOST_CACHE_MAX = 1 << 16
+
+
+def normalise_hosts(
+    raw: pa.Array,
+    aliases: Mapping[str, str],
+    rule: Callable[[str, Mapping[str, str]], tuple[str | None, str | None]] = normalise_host,
+    cache: dict[str, tuple[str | None, str | None]] | None = None,
+) -> tuple[pa.Array, pa.Array]:
     """Vectorised :func:`normalise_host` over a string array (each distinct value handled once).
 
+    ``cache`` (optional, filled here) keeps ``rule`` results of earlier calls with the same
+    ``aliases`` and ``rule`` (the batches of one file), so each distinct host is checked once per file.
     Returns ``(node, reason)`` arrays: ``node`` is null exactly where ``reason`` is set.
     """
     low_aliases = {k.lower(): v for k, v in aliases.items()}
     enc = pc.dictionary_encode(raw).combine_chunks() if isinstance(raw, pa.ChunkedArray) else pc.dictionary_encode(raw)
     names, reasons = [], []
+    if cache is None:
+        cache = {}
+    elif len(cache) > _HOST_CACHE_MAX:
+        cache.clear()
     for h in enc.dictionary.to_pylist():
-        n, r = rule(h, low_aliases)
+        res = cache.get(h)
+        if res is None:
+            res = cache[h] = rule(h, low_aliases)
+        n, r = res
         names.append(n)
         reasons.append(r)
     idx = enc.indices
@@ -488,6 +535,7 @@ def parse_blocks(
     """
     block_bytes = int(min(max(ctx.batch_rows * 128, 1 << 20), 64 << 20))
     first = True
+    host_cache: dict[str, tuple[str | None, str | None]] = {}
     for block in iter_blocks(stream, ctx.name, block_bytes=block_bytes):
         rej_off: list[int] = [r[0] for r in block.rejects]
         rej_raw: list[bytes | str] = [r[1] for r in block.rejects]
@@ -517,7 +565,7 @@ def parse_blocks(
             rows = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
             if len(tables) > 1:
                 rows = rows.take(pc.sort_indices(rows["source_offset"]))
-            node, reason = normalise_hosts(rows["host"], ctx.aliases, host_rule)
+            node, reason = normalise_hosts(rows["host"], ctx.aliases, host_rule, host_cache)
             bad = pc.is_valid(reason)
             if pc.any(bad).as_py():
                 bad_rows = rows.filter(bad)

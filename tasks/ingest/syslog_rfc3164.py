@@ -28,20 +28,12 @@ from tasks.ingest.syslog_blocks import (
     const_str,
     days_from_civil,
     days_in_month,
-    digits,
-    first_in,
     local_now,
     local_to_utc_ns,
     masked,
-    optional_substrings,
-    substrings,
-    var_digits,
-    window,
 )
 
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-_MONTH_CODES = np.array([(ord(m[0]) << 16) | (ord(m[1]) << 8) | ord(m[2]) for m in MONTHS], np.int64)
-_MONTH_ORDER = np.argsort(_MONTH_CODES)
 _NS = 1_000_000_000
 FUTURE_WINDOW = timedelta(days=31)
 PAST_WINDOW = timedelta(days=334)
@@ -69,101 +61,100 @@ def _td_ns(td: timedelta) -> int:
 
 
 def fast(block: Block, idx: np.ndarray, ctx: ParseContext) -> tuple[dict, np.ndarray]:
-    """Vectorised parse of the common RFC 3164 shape; returns (columns of accepted lines, accepted mask)."""
-    buf = block.buf
+    """Compiled parse of the common RFC 3164 shape; returns (columns of accepted lines, accepted mask).
+
+    One pass of :func:`tasks.ingest._syslog_kernel.scan_3164` over the lines (fixed-width
+    timestamp, 1-3 digit PRI, one space before the host); other lines go to :func:`slow`.
+    """
+    from tasks.ingest import _syslog_kernel as kern
+
     s = block.starts[idx]
     e = block.ends[idx]
     n = len(idx)
-    has_pri = buf[s] == 60  # '<'
-    pri_len = np.zeros(n, np.int64)
-    for L in (3, 4, 5):
-        pri_len = np.where(has_pri & (pri_len == 0) & (buf[s + L - 1] == 62), L, pri_len)
-    ok = ~has_pri | (pri_len > 0)
-    pri, pri_ok = var_digits(buf, s + 1, s + np.maximum(pri_len - 1, 1), 3)
-    ok &= ~has_pri | pri_ok
-    t = s + pri_len
-    ok &= e - t >= 18
-    for off, ch in ((3, 32), (6, 32), (9, 58), (12, 58), (15, 32)):
-        ok &= buf[t + off] == ch
-    code = (buf[t].astype(np.int64) << 16) | (buf[t + 1].astype(np.int64) << 8) | buf[t + 2]
-    pos = np.searchsorted(_MONTH_CODES[_MONTH_ORDER], code)
-    pos = np.minimum(pos, 11)
-    month = _MONTH_ORDER[pos] + 1
-    ok &= _MONTH_CODES[_MONTH_ORDER][pos] == code
-    d1 = buf[t + 4]
-    day, day_ok = digits(buf, t + 4, 2)
-    day1, day1_ok = digits(buf, t + 5, 1)
-    day = np.where(d1 == 32, day1, day)
-    ok &= np.where(d1 == 32, day1_ok, day_ok) & (day >= 1)
-    hh, ok_h = digits(buf, t + 7, 2)
-    mm, ok_m = digits(buf, t + 10, 2)
-    ss, ok_s = digits(buf, t + 13, 2)
-    ok &= ok_h & ok_m & ok_s & (hh < 24) & (mm < 60) & (ss < 60)
-    hs = t + 16
-    ht, ht_ok = host_tag_fast(block, hs, e)
-    ok &= ht_ok
-
-    month, day, hh, mm, ss = month[ok], day[ok], hh[ok], mm[ok], ss[ok]
-    sod = hh * 3600 + mm * 60 + ss
-    year = infer_years(month, day, sod, local_now(ctx.reference_time, ctx.tz))
-    date_ok = day <= days_in_month(year, month)
-    keep = np.flatnonzero(ok)
-    ok[keep[~date_ok]] = False  # Feb 29 of a non-leap inferred year -> fallback rejects with reason
-    sel = date_ok
-    local = (days_from_civil(year[sel], month[sel], day[sel]) * 86400 + sod[sel]) * _NS
-    k = ok
+    ok = np.empty(n, np.bool_)
+    local, pri = np.empty(n, np.int64), np.empty(n, np.int64)
+    pos = host_tag_arrays(n)
+    ref = local_now(ctx.reference_time, ctx.tz)
+    kern.scan_3164(
+        block.buf,
+        s,
+        e,
+        ref.year,
+        _naive_ns(ref),
+        _td_ns(FUTURE_WINDOW),
+        _td_ns(PAST_WINDOW),
+        ok,
+        local,
+        pri,
+        pos["hs"],
+        pos["he"],
+        pos["tag_end"],
+        pos["pid"],
+        pos["ms"],
+        pos["has_tag"],
+        pos["has_pid"],
+    )
+    k = None if ok.all() else ok
+    pri_k = pri if k is None else pri[k]
+    no_pri = pri_k < 0
     cols = {
-        "time": local_to_utc_ns(local, ctx.tz),
-        **host_tag_columns(block, ht, e, k),
-        "facility": masked(pri[k] >> 3, ~has_pri[k]),
-        "severity": masked(pri[k] & 7, ~has_pri[k]),
-        "source_format": const_str("rfc3164", int(k.sum())),
+        "time": local_to_utc_ns(local if k is None else local[k], ctx.tz),
+        **host_tag_columns(block, pos, e, k),
+        "facility": masked(pri_k >> 3, no_pri),
+        "severity": masked(pri_k & 7, no_pri),
+        "source_format": const_str("rfc3164", len(pri_k)),
     }
     return cols, ok
 
 
+def host_tag_arrays(n: int) -> dict[str, np.ndarray]:
+    """Uninitialised output arrays of the compiled ``host tag[pid]: message`` scan for ``n`` lines
+
+    (``hs, he, tag_end, pid, ms`` int64, ``has_tag, has_pid`` bool; see :func:`host_tag_fast`).
+    """
+    pos = {name: np.empty(n, np.int64) for name in ("hs", "he", "tag_end", "pid", "ms")}
+    pos["has_tag"] = np.empty(n, np.bool_)
+    pos["has_pid"] = np.empty(n, np.bool_)
+    return pos
+
+
 def host_tag_fast(block: Block, hs: np.ndarray, e: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Vectorised ``host tag[pid]: message`` starting at ``hs`` (the part after a syslog timestamp).
+    """Compiled ``host tag[pid]: message`` starting at ``hs`` (the part after a syslog timestamp).
 
     Returns positions (``hs, he`` host; ``ts, tag_end`` tag; ``pid``; ``ms`` message start) and flags
-    (``has_tag, has_pid``) for every line, and ``ok``: False where the shape needs the per-line parser.
+    (``has_tag, has_pid``) for every line, and ``ok``: False where the shape needs the per-line parser
+    (nothing after the timestamp, or a space before the host). Splits exactly as :func:`host_tag_slow`.
     """
-    buf = block.buf
-    ok = buf[hs] != 32
-    # host and tag are short: search 64-byte windows instead of the whole block (longer ones -> fallback)
-    h_len = first_in(window(block, hs, 64), 32)
-    he = hs + h_len
-    ok &= (h_len < 64) & (he < e)
-    ts = he + 1
-    w2 = window(block, ts, 64)
-    space_col = first_in(w2, 32)
-    ok &= (space_col < 64) | (e - ts <= 64)  # the first word after the host ends inside the window
-    colon = ts + first_in(w2, 58)
-    space2 = ts + space_col
-    brack = ts + first_in(w2, 91)
-    has_tag = (colon < space2) & (colon < e) & (colon > ts)
-    has_pid = has_tag & (brack < colon)
-    ok &= ~has_pid | ((buf[colon - 1] == 93) & (brack > ts))
-    pid, pid_ok = var_digits(buf, brack + 1, colon - 1, 10)
-    ok &= ~has_pid | pid_ok
-    tag_end = np.where(has_pid, brack, colon)
-    ms = np.where(has_tag, colon + 1, ts)
-    ms = np.where(has_tag & (buf[ms] == 32) & (ms < e), ms + 1, ms)
-    # a tag ends with ': ' or ':' at the end of the line; 'word:rest' is not a tag -> fallback decides
-    ok &= ~has_tag | (buf[colon + 1] == 32) | (colon + 1 == e)
-    pos = {"hs": hs, "he": he, "ts": ts, "tag_end": tag_end, "pid": pid, "ms": ms, "has_tag": has_tag, "has_pid": has_pid}
+    from tasks.ingest import _syslog_kernel as kern
+
+    hs = np.ascontiguousarray(hs, np.int64)
+    e = np.ascontiguousarray(e, np.int64)
+    pos = host_tag_arrays(len(hs))
+    pos["hs"] = hs
+    ok = np.empty(len(hs), np.bool_)
+    kern.scan_host_tag(block.buf, hs, e, ok, pos["he"], pos["tag_end"], pos["pid"], pos["ms"], pos["has_tag"], pos["has_pid"])
+    pos["ts"] = np.minimum(pos["he"] + 1, e)
     return pos, ok
 
 
-def host_tag_columns(block: Block, pos: dict[str, np.ndarray], e: np.ndarray, k: np.ndarray) -> dict[str, pa.Array]:
-    """``host, app, pid, message`` columns of the lines selected by mask ``k`` (see :func:`host_tag_fast`)."""
-    p = {name: v[k] for name, v in pos.items()}
-    ek = e[k]
+def host_tag_columns(block: Block, pos: dict[str, np.ndarray], e: np.ndarray, k: np.ndarray | None) -> dict[str, pa.Array]:
+    """``host, app, pid, message`` columns of the lines selected by mask ``k`` (all when None).
+
+    ``pos`` as returned by :func:`host_tag_fast` (``ts``, the tag start, defaults to ``he + 1``).
+    """
+    from tasks.ingest import _syslog_kernel as kern
+
+    def sel(a: np.ndarray) -> np.ndarray:
+        return a if k is None else a[k]
+
+    size = len(block.data)
+    hs, he, ms, ek = sel(pos["hs"]), sel(pos["he"]), sel(pos["ms"]), sel(e)
+    ts = sel(pos["ts"]) if "ts" in pos else he + 1
     return {
-        "host": substrings(block, p["hs"], p["he"]),
-        "app": optional_substrings(block, p["ts"], p["tag_end"], ~p["has_tag"]),
-        "pid": masked(p["pid"], ~p["has_pid"]),
-        "message": substrings(block, np.minimum(p["ms"], ek), ek),
+        "host": kern.strings(block.buf, size, hs, he),
+        "app": kern.strings(block.buf, size, ts, sel(pos["tag_end"]), ~sel(pos["has_tag"])),
+        "pid": masked(sel(pos["pid"]), ~sel(pos["has_pid"])),
+        "message": kern.strings(block.buf, size, np.minimum(ms, ek), ek),
     }
 
 
@@ -193,7 +184,7 @@ def slow(line: str, ctx: ParseContext) -> dict | str:
         return f"parse: unknown month {mon!r}"
     month, day, hh, mi, ss = MONTHS.index(mon) + 1, int(m["day"]), int(m["h"]), int(m["m"]), int(m["s"])
     if not (1 <= day <= 31 and hh < 24 and mi < 60 and ss < 60):
-        return f"parse: invalid timestamp {line[m.start('mon'):m.end('s')]!r}"
+        return f"parse: invalid timestamp {line[m.start('mon') : m.end('s')]!r}"
     rest = m["rest"]
     if not rest:
         return "parse: no host name after the timestamp"

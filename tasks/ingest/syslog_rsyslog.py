@@ -23,30 +23,40 @@ import numpy as np
 
 from tasks.ingest.base import ParseContext
 from tasks.ingest.syslog_blocks import Block, const_str, masked
-from tasks.ingest.syslog_rfc3164 import host_tag_columns, host_tag_fast, host_tag_slow, sniff_share
-from tasks.ingest.syslog_rfc5424 import rfc3339_fast, rfc3339_slow
+from tasks.ingest.syslog_rfc3164 import host_tag_arrays, host_tag_columns, host_tag_slow, sniff_share
+from tasks.ingest.syslog_rfc5424 import rfc3339_slow
 
 FORMAT = "rsyslog"
 _YEAR_RE = re.compile(r"\d{4}-")  # starts like an RFC 3339 date: later faults get a precise reason
 
 
 def fast(block: Block, idx: np.ndarray, ctx: ParseContext) -> tuple[dict, np.ndarray]:
-    """Vectorised parse of well-formed lines; returns (columns of accepted lines, accepted mask)."""
+    """Compiled parse of well-formed lines; returns (columns of accepted lines, accepted mask).
+
+    One pass of :func:`tasks.ingest._syslog_kernel.scan_rsyslog` (timestamp as
+    :func:`~tasks.ingest.syslog_rfc5424.rfc3339_fast`, then ``host tag[pid]: message`` as
+    :func:`~tasks.ingest.syslog_rfc3164.host_tag_fast`); other lines go to :func:`slow`.
+    """
+    from tasks.ingest import _syslog_kernel as kern
+
     s = block.starts[idx]
     e = block.ends[idx]
-    time_ns, t_end, ok = rfc3339_fast(block, s, e)
-    ok &= (t_end < e) & (block.buf[t_end] == 32)
-    ht, ht_ok = host_tag_fast(block, np.minimum(t_end + 1, e), e)
-    ok &= ht_ok
-    k = ok
-    n = int(k.sum())
-    none = np.ones(n, bool)
+    n = len(idx)
+    ok, time = np.empty(n, np.bool_), np.empty(n, np.int64)
+    pos = host_tag_arrays(n)
+    kern.scan_rsyslog(
+        block.buf, s, e, ok, time, pos["hs"], pos["he"], pos["tag_end"], pos["pid"], pos["ms"], pos["has_tag"], pos["has_pid"]
+    )
+    k = None if ok.all() else ok
+    time = time if k is None else time[k]
+    m = len(time)
+    none = np.ones(m, bool)
     cols = {
-        "time": time_ns[k],
-        **host_tag_columns(block, ht, e, k),
-        "facility": masked(np.zeros(n, np.int64), none),
-        "severity": masked(np.zeros(n, np.int64), none),
-        "source_format": const_str(FORMAT, n),
+        "time": time,
+        **host_tag_columns(block, pos, e, k),
+        "facility": masked(np.zeros(m, np.int64), none),
+        "severity": masked(np.zeros(m, np.int64), none),
+        "source_format": const_str(FORMAT, m),
     }
     return cols, ok
 
