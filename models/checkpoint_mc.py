@@ -20,9 +20,12 @@ from scipy.stats import norm
 
 from models.checkpoint import validate_job, weibull_scale
 
-
 MIN_FAILURES = 10_000
 """Fewest simulated failures :func:`simulate_cost` accepts: the thesis's F = 10,000 (Frank, sec. 3.4)."""
+
+
+MIN_FAILURES = 10_000
+"""Fewest simulated failures :func:`simulate_cost` accepts (Frank sec. 3.4: F = 10,000)."""
 
 
 @dataclass(frozen=True)
