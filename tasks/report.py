@@ -174,10 +174,12 @@ def failure_model_for_tables(store: Store, n_nodes: int, min_failures: int = 10)
 
     All nodes form one group; the inter-arrival times of the cluster's failures are fitted by censored
     MLE (:func:`tasks.failure_fits.fit_groups`, Frank eq. 3.14 turns the system MTBF into a node MTBF with
-    ``n_nodes``), the distribution with the best AIC is used. With fewer than ``min_failures`` events the
-    default model is used and the reason is returned.
+    ``n_nodes``), the distribution with the best AIC is used. The observation window is the events'
+    first .. last + one minute (:func:`tasks.failure_fits.observation_window`, as the checkpoint tables
+    use by default), so the gap after the last failure is one right-censored observation. With fewer
+    than ``min_failures`` events the default model is used and the reason is returned.
     """
-    from tasks.failure_fits import failure_model_from_fit, failures_frame, fit_groups
+    from tasks.failure_fits import failure_model_from_fit, failures_frame, fit_groups, observation_window
 
     t = store.read_staged("failure_events", columns=["node", "start"])
     n = 0 if t is None else t.num_rows
@@ -185,7 +187,8 @@ def failure_model_for_tables(store: Store, n_nodes: int, min_failures: int = 10)
         return DEFAULT_FAILURE_MODEL, {"failure_events": n, "fit": None,
                                        "reason": f"{n} failure events < {min_failures}: default model"}
     df = t.to_pandas().assign(system="cluster")
-    fits, _, counts = fit_groups(failures_frame(df, group_by="system"), min_failures=min_failures)
+    fr = failures_frame(df, group_by="system")
+    fits, _, counts = fit_groups(fr, window=observation_window(fr), min_failures=min_failures)
     if fits.empty:
         return DEFAULT_FAILURE_MODEL, {"failure_events": n, "fit": None, "reason": "fit failed: default model"}
     best = fits[fits["best_aic"]].iloc[0] if "best_aic" in fits.columns and fits["best_aic"].any() else fits.iloc[0]

@@ -177,3 +177,23 @@ def test_observation_window_default_censors_every_group() -> None:
     assert f0.n_censored.eq(0).all() and "no censoring" in c0.window_source
     with pytest.raises(ValueError, match="not after its start"):
         fit_groups(df, (df.start.max(), df.start.min()))
+
+
+def test_nightly_failure_model_is_censored(tmp_path) -> None:
+    # the nightly's fit (tasks.report.failure_model_for_tables) uses the same default window as the tables:
+    # first .. last event + one minute, so the gap after the last failure is one censored observation
+    import pyarrow as pa
+
+    from tasks.report import failure_model_for_tables
+    from tasks.store import Store
+
+    st = Store(str(tmp_path / "s"))
+    rng = np.random.default_rng(1)
+    starts = pd.Timestamp("2026-01-01", tz="UTC") + pd.to_timedelta(np.cumsum(rng.exponential(10.0, 40)), unit="h")
+    tbl = pa.table(
+        {"node": [f"cn{i % 8:04d}" for i in range(40)], "start": pa.array(starts.as_unit("ns"), pa.timestamp("ns", tz="UTC"))}
+    )
+    st.write_parquet(tbl, st.staged_key("failure_events", "2026-01-01", "t"))
+    fm, info = failure_model_for_tables(st, 8)
+    assert info["reason"] == "fitted" and info["fit"]["n_censored"] == 1 and info["fit"]["n_failures"] == 39
+    assert pd.Timestamp(info["fit"]["window_end"]) == starts.max() + pd.Timedelta(minutes=1)
