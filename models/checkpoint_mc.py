@@ -24,10 +24,6 @@ MIN_FAILURES = 10_000
 """Fewest simulated failures :func:`simulate_cost` accepts: the thesis's F = 10,000 (Frank, sec. 3.4)."""
 
 
-MIN_FAILURES = 10_000
-"""Fewest simulated failures :func:`simulate_cost` accepts (Frank sec. 3.4: F = 10,000)."""
-
-
 @dataclass(frozen=True)
 class MonteCarloCost:
     """Mean simulated cost (hours), its standard error and a two-sided confidence interval."""
