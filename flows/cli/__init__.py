@@ -2,8 +2,8 @@
 
 Every module in this package that defines ``register(app: typer.Typer) -> None`` is discovered
 and registered, so a new command group is one new module, e.g. ``flows/cli/cubes.py``.
-Errors meant for users are raised as :class:`UserError` (or ``ValueError`` subclasses listed in
-``USER_ERRORS``) and printed as one line without a traceback.
+Errors meant for users are raised as :class:`UserError` (or one of the other exceptions :func:`main`
+catches: input, unsafe-name, missing-file and settings errors) and printed as one line without a traceback.
 """
 
 from __future__ import annotations
@@ -12,10 +12,14 @@ import importlib
 import pkgutil
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from tasks.settings import Settings
+    from tasks.store import Store
 
 console = Console()
 err_console = Console(stderr=True)
@@ -47,18 +51,21 @@ def _root(
     config: Annotated[Path | None, typer.Option(help="TOML settings file. Env: NODEWATCH_CONFIG.")] = None,
 ) -> None:
     """Global options shared by all commands."""
+    from tasks.settings import set_default_config
+
     _STATE["store"] = store
     _STATE["config"] = config
+    set_default_config(config)  # the flows this command runs read the same TOML file
 
 
-def settings():  # noqa: ANN201 - returns tasks.settings.Settings
+def settings() -> Settings:
     """Settings built from the global options, env and TOML file."""
     from tasks.settings import load_settings
 
     return load_settings(_STATE.get("config"), store=_STATE.get("store"))  # type: ignore[arg-type]
 
 
-def get_store():  # noqa: ANN201 - returns tasks.store.Store
+def get_store() -> Store:
     """The store selected by global options / settings."""
     from tasks.store import Store
 
@@ -82,9 +89,10 @@ def main() -> None:
     """Console-script entry point: run the app, turning user errors into one-line messages."""
     from schemas.names import UnsafeNameError
     from tasks.ingest.inputs import InputError
+    from tasks.settings import SettingsError
 
     try:
         app()
-    except (UserError, InputError, UnsafeNameError, FileNotFoundError) as e:
+    except (UserError, InputError, UnsafeNameError, FileNotFoundError, SettingsError) as e:
         err_console.print(f"[red]error:[/red] {e}", highlight=False)
         sys.exit(2)

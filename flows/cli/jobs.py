@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from tasks.store import Store
 
 jobs_app = typer.Typer(help="Look at staged job records (Slurm sacct / SWF).", no_args_is_help=True)
 
 
-def load_jobs(store, run: str):  # noqa: ANN001, ANN201
-    """Staged jobs written by ``run`` (a run id, ``latest`` ingest_jobs run, or ``all``)."""
+def load_jobs(store: Store, run: str) -> tuple[pa.Table, str]:
+    """Staged jobs written by ``run`` (a run id, ``latest`` job ingest run, or ``all``) and the run id
+    (``latest`` resolved)."""
     from flows.cli import UserError
     from tasks.runs import load_manifest
 
