@@ -16,7 +16,7 @@ from prefect.cache_policies import NO_CACHE
 from flows.prefect_env import artifact_key
 from tasks.ingest.inputs import expand_paths
 from tasks.ingest.pipeline import Ingestor
-from tasks.ingest.run import new_ingestor
+from tasks.ingest.run import identity_columns, new_ingestor
 from tasks.runs import RunRecorder
 from tasks.settings import load_settings
 from tasks.store import Store
@@ -75,12 +75,22 @@ def run_source(
     tz: str = "UTC",
     data_docs: bool = True,
     flow_name: str = "ingest",
+    hash_users: bool | None = None,
 ) -> dict:
-    """Body shared by the ingest flows: returns the run manifest as a dict."""
-    settings = load_settings(store=store)
+    """Body shared by the ingest flows: returns the run manifest as a dict.
+
+    ``hash_users`` (``None``: the setting): replace the source's identity columns (jobs: user, group,
+    cancelled_by) by keyed hashes with the settings' ``hash_salt`` (env/TOML only, never a parameter);
+    the manifest parameters record ``hash_users`` for such sources, never the salt.
+    """
+    settings = load_settings(store=store, hash_users=hash_users)
     st = Store(settings.store)
     files = expand_paths(paths)
-    rec = RunRecorder(st, flow_name, {"source": source, "paths": paths, "format": fmt, "start": start, "end": end, "tz": tz})
+    params = {"source": source, "paths": paths, "format": fmt, "start": start, "end": end, "tz": tz}
+    hashing = bool(identity_columns(source)) and settings.hash_users
+    if identity_columns(source):
+        params["hash_users"] = settings.hash_users
+    rec = RunRecorder(st, flow_name, params)
     rec.write()
     try:
         ing = new_ingestor(
@@ -92,6 +102,7 @@ def run_source(
             tz=tz,
             future_tolerance_s=settings.future_tolerance_s,
             service_hosts=settings.service_hosts,
+            hash_salt=settings.hash_salt.get_secret_value() if hashing else None,
         )
         with rec.step("parse_validate"):
             for f in files:
@@ -123,9 +134,22 @@ def ingest(
 
 
 @flow(name="ingest_jobs", log_prints=True)
-def ingest_jobs(paths: list[str], fmt: str = "auto", store: str | None = None, tz: str = "UTC", data_docs: bool = True) -> dict:
-    """Ingest Slurm sacct dumps and SWF traces into the staged ``jobs`` table."""
-    return run_source("jobs", paths, fmt, None, None, store, tz, data_docs, flow_name="ingest_jobs")
+def ingest_jobs(
+    paths: list[str],
+    fmt: str = "auto",
+    store: str | None = None,
+    tz: str = "UTC",
+    data_docs: bool = True,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    hash_users: bool | None = None,
+) -> dict:
+    """Ingest Slurm sacct dumps and SWF traces into the staged ``jobs`` table.
+
+    ``hash_users`` (default: settings ``hash_users``) replaces user, group and cancelled_by by keyed
+    hashes; the key is the settings' ``hash_salt`` (``NODEWATCH_HASH_SALT`` or the TOML file).
+    """
+    return run_source("jobs", paths, fmt, start, end, store, tz, data_docs, flow_name="ingest_jobs", hash_users=hash_users)
 
 
 INGEST_ORDER = ("topology", "reservations", "jobs", "telemetry", "syslog", "alerts", "tickets", "failures")

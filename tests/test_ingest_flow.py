@@ -49,6 +49,7 @@ def test_cli_ingest_summary_and_exit_codes(prefect_harness, tmp_path):
     from typer.testing import CliRunner
 
     from flows.cli import app
+    from tasks.store import Store
 
     good = tmp_path / "in"
     good.mkdir()
@@ -60,9 +61,48 @@ def test_cli_ingest_summary_and_exit_codes(prefect_harness, tmp_path):
     r = runner.invoke(app, ["--store", store, "ingest", "jobs", str(good), "--no-data-docs"])
     assert r.exit_code == 0, r.output
     assert "total jobs" in r.output and "nodewatch runs show" in r.output
+    st = Store(store)
+    manifest = st.read_json("runs", f"{st.list_runs()[-1]}.json")
+    assert manifest["flow"] == "ingest_jobs"
+    assert manifest["parameters"]["hash_users"] is False
     r2 = runner.invoke(app, ["--store", store, "ingest", "jobs", str(bad), "--no-data-docs"])
     assert r2.exit_code == 1 and "partial" in r2.output and "cannot tell the format" in r2.output
     r3 = runner.invoke(app, ["--store", store, "runs", "list"])
     assert r3.exit_code == 0 and "ingest" in r3.output
     r4 = runner.invoke(app, ["--store", store, "jobs", "shapes", "all", "--png", str(tmp_path / "s.png")])
     assert r4.exit_code == 0 and (tmp_path / "s.png").stat().st_size > 1000
+
+
+@pytest.mark.slow
+def test_cli_ingest_jobs_hashes_users_from_config_file(prefect_harness, tmp_path, monkeypatch):
+    """hash_users and hash_salt from the --config TOML file reach the ingest_jobs flow; the manifest says
+    hashing was on and holds no salt; --hash-users without a salt is refused."""
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+    from tasks.ingest.jobs import keyed_hash
+    from tasks.settings import SettingsError
+    from tasks.store import Store
+
+    for k in ("NODEWATCH_HASH_USERS", "NODEWATCH_HASH_SALT", "NODEWATCH_CONFIG"):
+        monkeypatch.delenv(k, raising=False)
+    salt = "cli-test-salt-0123456789"
+    cfg = tmp_path / "nodewatch.toml"
+    cfg.write_text(f'hash_users = true\nhash_salt = "{salt}"\n')
+    store = str(tmp_path / "s")
+    runner = CliRunner()
+    r = runner.invoke(
+        app, ["--store", store, "--config", str(cfg), "ingest", "jobs", str(FIX / "sacct_simple.log"), "--no-data-docs"]
+    )
+    assert r.exit_code == 0, r.output
+    st = Store(store)
+    run_id = st.list_runs()[-1]
+    text = st.fs.cat_file(st.path("runs", f"{run_id}.json")).decode()
+    manifest = st.read_json("runs", f"{run_id}.json")
+    assert manifest["flow"] == "ingest_jobs" and manifest["parameters"]["hash_users"] is True
+    assert salt not in text
+    users = set(st.read_staged("jobs").column("user").to_pylist())
+    assert "user001" not in users and keyed_hash("user001", salt) in users
+    r2 = runner.invoke(app, ["--store", str(tmp_path / "s2"), "ingest", "jobs", str(FIX / "sacct_simple.log"), "--hash-users"])
+    assert r2.exit_code != 0 and isinstance(r2.exception, SettingsError)
+    assert "hash_salt is empty" in str(r2.exception)

@@ -1,12 +1,20 @@
-"""``nodewatch ingest <source> PATHS…``: one command per source found in ``tasks/ingest``."""
+"""``nodewatch ingest <source> PATHS…``: one command per source found in ``tasks/ingest``.
 
+``ingest jobs`` runs the Prefect flow ``ingest_jobs``, every other source the flow ``ingest``.
+(No ``from __future__ import annotations``: Typer evaluates the option annotations, whose help
+texts use the enclosing function's ``formats``.)
+"""
 
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from tasks.settings import Settings
 
 ingest_app = typer.Typer(
     help=(
@@ -57,7 +65,7 @@ def print_summary(manifest: dict) -> None:
     console.print(f"details: nodewatch runs show {manifest['run_id']}")
 
 
-def _make_command(source: str, help_text: str, formats: list[str]):  # noqa: ANN202
+def _make_command(source: str, help_text: str, formats: list[str]) -> Callable[..., None]:
     def command(
         paths: Annotated[list[str], typer.Argument(help="Files, directories or globs.")],
         fmt: Annotated[str, typer.Option("--format", help=f"auto or one of: {', '.join(formats)}.")] = "auto",
@@ -66,18 +74,67 @@ def _make_command(source: str, help_text: str, formats: list[str]):  # noqa: ANN
         tz: Annotated[str, typer.Option(help="Time zone of inputs whose timestamps carry none.")] = "UTC",
         data_docs: Annotated[bool, typer.Option("--data-docs/--no-data-docs", help="Write GX Data Docs.")] = True,
     ) -> None:
-        from flows.cli import console, settings
+        from flows.cli import settings
         from flows.ingest import ingest
 
         s = settings()
-        with console.status(f"ingesting {source} …"):
-            manifest = ingest(source, list(paths), fmt, _utc(start), _utc(end), s.store, tz, data_docs)
-        print_summary(manifest)
-        if manifest["status"] != "completed":
-            raise typer.Exit(1)
+        _run(source, lambda: ingest(source, list(paths), fmt, _utc(start), _utc(end), s.store, tz, data_docs))
 
     command.__doc__ = help_text
     return command
+
+
+def _make_jobs_command(help_text: str, formats: list[str]) -> Callable[..., None]:
+    """``ingest jobs``: the ``ingest_jobs`` flow, with ``--hash-users``."""
+
+    def command(
+        paths: Annotated[list[str], typer.Argument(help="Files, directories or globs.")],
+        fmt: Annotated[str, typer.Option("--format", help=f"auto or one of: {', '.join(formats)}.")] = "auto",
+        start: Annotated[datetime | None, typer.Option(help="Ingest window start (UTC); rows before are quarantined.")] = None,
+        end: Annotated[datetime | None, typer.Option(help="Ingest window end (UTC, exclusive).")] = None,
+        tz: Annotated[str, typer.Option(help="Time zone of inputs whose timestamps carry none.")] = "UTC",
+        data_docs: Annotated[bool, typer.Option("--data-docs/--no-data-docs", help="Write GX Data Docs.")] = True,
+        hash_users: Annotated[
+            bool | None,
+            typer.Option(
+                "--hash-users/--no-hash-users",
+                help="Replace user, group and cancelled_by by keyed hashes (default: setting hash_users, env "
+                "NODEWATCH_HASH_USERS). The key is the setting hash_salt (env NODEWATCH_HASH_SALT or the TOML file).",
+                show_default=False,
+            ),
+        ] = None,
+    ) -> None:
+        from flows.cli import settings
+        from flows.ingest import ingest_jobs
+
+        s = settings() if hash_users is None else _settings_with(hash_users=hash_users)
+        _run(
+            "jobs",
+            lambda: ingest_jobs(
+                list(paths), fmt, s.store, tz, data_docs, start=_utc(start), end=_utc(end), hash_users=s.hash_users
+            ),
+        )
+
+    command.__doc__ = help_text
+    return command
+
+
+def _settings_with(**overrides: object) -> "Settings":
+    """The CLI settings with ``overrides`` (checked now: e.g. --hash-users without a salt is refused here)."""
+    from flows.cli import _STATE
+    from tasks.settings import load_settings
+
+    return load_settings(_STATE.get("config"), store=_STATE.get("store"), **overrides)  # type: ignore[arg-type]
+
+
+def _run(source: str, run: Callable[[], dict]) -> None:
+    from flows.cli import console
+
+    with console.status(f"ingesting {source} …"):
+        manifest = run()
+    print_summary(manifest)
+    if manifest["status"] != "completed":
+        raise typer.Exit(1)
 
 
 def _utc(t: datetime | None) -> datetime | None:
@@ -93,7 +150,8 @@ def register(app: typer.Typer) -> None:
     for name, spec in sources().items():
         fmts = [f.name for f in spec.formats]
         text = (spec.help or f"Ingest {name} files.") + f"\n\nFormats: {', '.join(fmts)}."
-        ingest_app.command(name, help=text)(_make_command(name, text, fmts))
+        make = _make_jobs_command(text, fmts) if name == "jobs" else _make_command(name, text, fmts)
+        ingest_app.command(name, help=text)(make)
     for mod, err in discovery_errors().items():
         ingest_app.command(f"broken-{mod}", help=f"tasks/ingest/{mod}.py failed to import: {err}", hidden=True)(lambda: None)
     app.add_typer(ingest_app, name="ingest")
