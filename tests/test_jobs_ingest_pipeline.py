@@ -33,9 +33,13 @@ def _ingest(store, files, fmt="auto"):
     return rec.finish(), res
 
 
-def _reasons(store, res) -> list[str]:
+def _reasons_by_line(store, res) -> dict[int, str]:
+    """Quarantined rows of the run: source line -> reason (one input file per run)."""
     tabs = [store.read_parquet(p.split(store.root + "/", 1)[1]) for p in res.quarantine_files]
-    return pa.concat_tables(tabs).column("reason").to_pylist() if tabs else []
+    rows = pa.concat_tables(tabs).select(["source_offset", "reason"]).to_pylist() if tabs else []
+    out = {r["source_offset"]: r["reason"] for r in rows}
+    assert len(out) == len(rows), rows
+    return out
 
 
 def test_no_source_module_is_broken():
@@ -60,18 +64,11 @@ def test_corpus_file_outcome(store, corpus_dir, name):
         return
     assert rec.status == "ingested"
     assert c.rows_in == exp.rows + len(exp.rejects)
-    reasons = _reasons(store, res)
-    for r in exp.rejects.values():
-        assert r in reasons
-    v = exp.validation
-    if v.startswith("duplicate"):
-        assert c.duplicates == 1 and c.quarantined == len(exp.rejects)
-    elif v:
-        assert c.quarantined == len(exp.rejects) + 1
-        first = v.split(",")[0].split("(")[-1].rstrip(")")
-        assert any(first in r for r in reasons), (v, reasons)
-    else:
-        assert c.staged == exp.rows and c.quarantined == len(exp.rejects)
+    # every quarantined row, by line: the parser's rejects and the GX suite's failures, exact reasons
+    assert _reasons_by_line(store, res) == exp.rejects | exp.quarantined
+    assert c.quarantined == len(exp.rejects) + len(exp.quarantined)
+    assert c.duplicates == exp.duplicates
+    assert c.staged == exp.rows - len(exp.quarantined) - exp.duplicates
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,9 @@ Run ``python tests/bad_inputs/make_jobs_corpus.py`` to (re)write the files; ``te
 checks that the committed files equal what this script generates and that every file gives its
 expected outcome (:data:`EXPECTED`): either an :class:`~tasks.ingest.inputs.InputError` whose message
 contains the given text, or parsed rows plus rejects with exact reasons (by line number).
-``validation`` notes what the GX suite of ``schemas/jobs.py`` must then quarantine (checked by the
-pipeline tests).
+``quarantined`` gives the exact reason (failing expectations, ``; ``-joined) with which the GX suite of
+``schemas/jobs.py`` then quarantines a parsed row, and ``duplicates`` how many rows are dropped as
+duplicates (both checked by ``tests/test_jobs_ingest_pipeline.py``).
 """
 
 from __future__ import annotations
@@ -58,8 +59,25 @@ def sacct_row(
     """One ``sacct -P`` line of :data:`SACCT_HEADER` with the given values."""
     raw = job.split(".")[0]
     return "|".join(
-        [job, raw, "testcl", "batch", user, "users", name, submit, start, end, elapsed, "02:00:00", state, "0:0", nnodes,
-         "8", nodelist]
+        [
+            job,
+            raw,
+            "testcl",
+            "batch",
+            user,
+            "users",
+            name,
+            submit,
+            start,
+            end,
+            elapsed,
+            "02:00:00",
+            state,
+            "0:0",
+            nnodes,
+            "8",
+            nodelist,
+        ]
     )
 
 
@@ -71,7 +89,8 @@ class Expect:
     rows: int | None = None  # number of parsed rows
     rejects: dict[int, str] = field(default_factory=dict)  # line -> exact reason
     values: dict[str, list[object]] = field(default_factory=dict)  # column -> parsed values
-    validation: str = ""  # what the GX suite must quarantine
+    quarantined: dict[int, str] = field(default_factory=dict)  # line -> exact reason the GX suite quarantines it with
+    duplicates: int = 0  # rows the pipeline drops as duplicates
 
 
 def _swf(lines: list[str], header: str = SWF_HEADER, eol: str = "\n") -> bytes:
@@ -100,11 +119,13 @@ def build() -> dict[str, bytes]:
         "swf_garbage.swf": garbage,
         "swf_wrong_delimiter.swf": _swf([",".join(line.split()) for line in SWF_JOBS]),
         "swf_truncated_line.swf": good_swf + b"    4    180     1",
-        "swf_truncated.swf.gz": _cut_gzip(_swf([swf_job(job=str(i), submit=str(i * 7), run=str(rng.randrange(1, 99999)))
-                                                for i in range(1, 2001)])),
+        "swf_truncated.swf.gz": _cut_gzip(
+            _swf([swf_job(job=str(i), submit=str(i * 7), run=str(rng.randrange(1, 99999))) for i in range(1, 2001)])
+        ),
         "swf_crlf.swf": _swf(SWF_JOBS, eol="\r\n"),
         "swf_non_utf8.swf": _swf(SWF_JOBS).replace(b"Test cluster", b"Ume\xe5 cluster")
-        + swf_job(part="\xff\xfe").encode("latin-1") + b"\n",
+        + swf_job(part="\xff\xfe").encode("latin-1")
+        + b"\n",
         "swf_negative_runtime.swf": _swf([*SWF_JOBS, swf_job(run="-5")]),
         "swf_nodes_zero.swf": _swf([*SWF_JOBS, swf_job(procs="0")]),
         "swf_duplicate_rows.swf": _swf([*SWF_JOBS, SWF_JOBS[0]]),
@@ -115,30 +136,39 @@ def build() -> dict[str, bytes]:
         "sacct_empty.log": b"",
         "sacct_garbage.log": garbage,
         "sacct_wrong_delimiter.log": good_sacct.replace(b"|", b","),
-        "sacct_missing_columns.log": _sacct(
-            ["100|testcl|2024-03-01T10:00:00|2"], header="JobID|Cluster|Start|NNodes"
-        ),
+        "sacct_missing_columns.log": _sacct(["100|testcl|2024-03-01T10:00:00|2"], header="JobID|Cluster|Start|NNodes"),
         "sacct_crlf.log": _sacct([sacct_row(), sacct_row(job="101", nodelist="n03", nnodes="1")], eol="\r\n"),
         # a latin-1 job name (column not kept: row accepted) and a latin-1 user name (kept: row rejected)
         "sacct_non_utf8.log": _sacct([sacct_row(name="cafe"), sacct_row(job="101", user="bXb")])
-        .replace(b"|cafe|", b"|caf\xe9|").replace(b"|bXb|", b"|b\xffb|"),
+        .replace(b"|cafe|", b"|caf\xe9|")
+        .replace(b"|bXb|", b"|b\xffb|"),
         "sacct_truncated.log": good_sacct + sacct_row(job="102").encode()[:40],
-        "sacct_truncated.log.gz": _cut_gzip(_sacct([sacct_row(job=str(100 + i), user=f"u{rng.randrange(10**6)}")
-                                                    for i in range(2000)])),
+        "sacct_truncated.log.gz": _cut_gzip(
+            _sacct([sacct_row(job=str(100 + i), user=f"u{rng.randrange(10**6)}") for i in range(2000)])
+        ),
         "sacct_end_before_start.log": _sacct(
             [sacct_row(start="2024-03-01T12:00:00", end="2024-03-01T11:00:00", elapsed="00:00:00")]
         ),
-        "sacct_nodes_zero.log": _sacct([sacct_row(nnodes="0", nodelist="None assigned", state="PENDING", start="Unknown",
-                                                  end="Unknown", elapsed="00:00:00")]),
-        "sacct_bad_hostlist.log": _sacct([sacct_row(), sacct_row(job="101", nodelist="n[1-"),
-                                          sacct_row(job="102", nodelist="n[5-3]")]),
-        "sacct_hostile_nodes.log": _sacct([sacct_row(job="101", nodelist="../x"), sacct_row(job="102", nodelist="/"),
-                                           sacct_row(job="103", nodelist="n1,n\x00x"), sacct_row(job="104", nodelist="..")]),
+        "sacct_nodes_zero.log": _sacct(
+            [sacct_row(nnodes="0", nodelist="None assigned", state="PENDING", start="Unknown", end="Unknown", elapsed="00:00:00")]
+        ),
+        "sacct_bad_hostlist.log": _sacct(
+            [sacct_row(), sacct_row(job="101", nodelist="n[1-"), sacct_row(job="102", nodelist="n[5-3]")]
+        ),
+        "sacct_hostile_nodes.log": _sacct(
+            [
+                sacct_row(job="101", nodelist="../x"),
+                sacct_row(job="102", nodelist="/"),
+                sacct_row(job="103", nodelist="n1,n\x00x"),
+                sacct_row(job="104", nodelist=".."),
+            ]
+        ),
         "sacct_duplicate_rows.log": _sacct([sacct_row(), sacct_row()]),
         "sacct_bad_values.log": _sacct([sacct_row(elapsed="1:xx"), sacct_row(job="abc"), sacct_row(start="2024-13-45T99:00:00")]),
         "sacct_future.log": _sacct([sacct_row(submit="2099-01-01T00:00:00", start="2099-01-01T00:00:00", end="Unknown")]),
-        "sacct_pipes_and_newlines.log": _sacct([sacct_row(name="a|b"), sacct_row(job="101", name="x\ny|z"),
-                                                sacct_row(job="102")]),
+        "sacct_pipes_and_newlines.log": _sacct(
+            [sacct_row(name="a|b"), sacct_row(job="101", name="x\ny|z"), sacct_row(job="102")]
+        ),
     }
     return files
 
@@ -151,17 +181,27 @@ EXPECTED: dict[str, Expect] = {
     "swf_truncated.swf.gz": Expect(error="swf_truncated.swf.gz: stream ends unexpectedly"),
     "swf_crlf.swf": Expect(rows=3, values={"elapsed_s": [100, 200, 50], "nodes": [1, 2, 4]}),
     "swf_non_utf8.swf": Expect(rows=3, rejects={12: "parse: field 16 (partition) is not a number"}),
-    "swf_negative_runtime.swf": Expect(rows=4, values={"elapsed_s": [100, 200, 50, -5]},
-                                       validation="expect_column_values_to_be_between(elapsed_s), end_time>=start_time"),
-    "swf_nodes_zero.swf": Expect(rows=4, values={"nodes": [1, 2, 4, 0]},
-                                 validation="expect_column_values_to_be_between(nodes), (cores)"),
-    "swf_duplicate_rows.swf": Expect(rows=4, values={"job_id": ["1", "2", "3", "1"]}, validation="duplicate of line 9"),
+    "swf_negative_runtime.swf": Expect(
+        rows=4,
+        values={"elapsed_s": [100, 200, 50, -5]},
+        quarantined={
+            12: "expect_column_values_to_be_between(elapsed_s>=0); "
+            "expect_column_pair_values_a_to_be_greater_than_b(end_time>=start_time)"
+        },
+    ),
+    "swf_nodes_zero.swf": Expect(
+        rows=4,
+        values={"nodes": [1, 2, 4, 0]},
+        quarantined={12: "expect_column_values_to_be_between(nodes>=1); expect_column_values_to_be_between(cores>=1)"},
+    ),
+    "swf_duplicate_rows.swf": Expect(rows=4, values={"job_id": ["1", "2", "3", "1"]}, duplicates=1),  # of line 9
     "swf_future.swf": Expect(
         rows=3, rejects={12: "parse: time is more than 1 day after the file's reference time (future timestamp)"}
     ),
     "swf_too_many_fields.swf": Expect(rows=3, rejects={12: "parse: expected 18 whitespace-separated fields, found 19"}),
-    "swf_fractional_id.swf": Expect(rows=3, rejects={
-        12: "parse: job number, processors, requested time, status, user, group and partition must be integers"}),
+    "swf_fractional_id.swf": Expect(
+        rows=3, rejects={12: "parse: job number, processors, requested time, status, user, group and partition must be integers"}
+    ),
     "sacct_empty.log": Expect(error="sacct_empty.log: empty file (0 bytes), line 0"),
     "sacct_garbage.log": Expect(error="sacct_garbage.log: not a sacct -P dump"),
     "sacct_wrong_delimiter.log": Expect(
@@ -177,24 +217,40 @@ EXPECTED: dict[str, Expect] = {
         error="sacct_truncated.log.gz: stream ends unexpectedly (Compressed file ended before the end-of-stream marker "
         "was reached), line 989"
     ),
-    "sacct_end_before_start.log": Expect(rows=1, validation="end_time>=start_time"),
-    "sacct_nodes_zero.log": Expect(rows=1, values={"nodes": [0], "node_list": [None], "start_time": [None]},
-                                   validation="expect_column_values_to_be_between(nodes)"),
-    "sacct_bad_hostlist.log": Expect(rows=1, rejects={
-        3: "parse: hostlist 'n[1-': unbalanced '[' (missing ']')",
-        4: "parse: hostlist 'n[5-3]': reversed range '5-3'"}),
-    "sacct_hostile_nodes.log": Expect(rows=0, rejects={
-        2: "parse: invalid node name '../x' in NodeList",
-        3: "parse: invalid node name '/' in NodeList",
-        4: "parse: invalid node name 'n\\x00x' in NodeList",
-        5: "parse: invalid node name '..' in NodeList"}),
-    "sacct_duplicate_rows.log": Expect(rows=2, values={"job_id": ["100", "100"]}, validation="duplicate of line 2"),
-    "sacct_bad_values.log": Expect(rows=0, rejects={
-        2: "parse: bad duration '1:xx' (expected [D-]HH:MM:SS)",
-        3: "parse: bad JobID 'abc'",
-        4: "parse: bad Start time '2024-13-45T99:00:00' (expected YYYY-MM-DDTHH:MM:SS)"}),
-    "sacct_future.log": Expect(rows=0, rejects={
-        2: "parse: Submit 2099-01-01T00:00:00 is more than 1 day after the file's reference time (future timestamp)"}),
+    "sacct_end_before_start.log": Expect(
+        rows=1, quarantined={2: "expect_column_pair_values_a_to_be_greater_than_b(end_time>=start_time)"}
+    ),
+    "sacct_nodes_zero.log": Expect(
+        rows=1,
+        values={"nodes": [0], "node_list": [None], "start_time": [None]},
+        quarantined={2: "expect_column_values_to_be_between(nodes>=1)"},
+    ),
+    "sacct_bad_hostlist.log": Expect(
+        rows=1,
+        rejects={3: "parse: hostlist 'n[1-': unbalanced '[' (missing ']')", 4: "parse: hostlist 'n[5-3]': reversed range '5-3'"},
+    ),
+    "sacct_hostile_nodes.log": Expect(
+        rows=0,
+        rejects={
+            2: "parse: invalid node name '../x' in NodeList",
+            3: "parse: invalid node name '/' in NodeList",
+            4: "parse: invalid node name 'n\\x00x' in NodeList",
+            5: "parse: invalid node name '..' in NodeList",
+        },
+    ),
+    "sacct_duplicate_rows.log": Expect(rows=2, values={"job_id": ["100", "100"]}, duplicates=1),  # of line 2
+    "sacct_bad_values.log": Expect(
+        rows=0,
+        rejects={
+            2: "parse: bad duration '1:xx' (expected [D-]HH:MM:SS)",
+            3: "parse: bad JobID 'abc'",
+            4: "parse: bad Start time '2024-13-45T99:00:00' (expected YYYY-MM-DDTHH:MM:SS)",
+        },
+    ),
+    "sacct_future.log": Expect(
+        rows=0,
+        rejects={2: "parse: Submit 2099-01-01T00:00:00 is more than 1 day after the file's reference time (future timestamp)"},
+    ),
     "sacct_pipes_and_newlines.log": Expect(rows=3, values={"job_id": ["100", "101", "102"], "source_offset": [2, 3, 5]}),
 }
 
