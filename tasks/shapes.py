@@ -5,8 +5,13 @@ is summarised into buckets:
 
 * node count in powers of two: 1, 2, 3–4, 5–8, 9–16, ... (bucket upper bounds 1, 2, 4, 8, ...), or
   custom upper bounds ``node_edges``;
-* runtime log-spaced, default edges (hours) 0, 0.25, 0.5, 1, 2, 4, 8, 16, 24, 48, 72, ∞: a bucket is
-  ``[lo, hi)``; the edges follow the usual short / debug / half-day / day / multi-day queue limits.
+* runtime log-spaced, default edges (hours) 0, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, ∞ (powers of two from
+  15 min to 64 h, plus the buckets below 15 min and from 64 h on): a bucket is ``[lo, hi)``, every
+  finite bucket spans a factor of two, so the geometric-mean representative runtime is within a
+  factor √2 of every job in it. The edges are deliberately *not* queue limits (24, 48, 72 h): jobs
+  that run to a limit end a few seconds on either side of it (``TIMEOUT`` after the grace time), and
+  an edge at the limit would split them between two buckets. Jobs on a 24 h or 48 h limit fall in
+  [16, 32) or [32, 64), those on a 72 h limit and beyond in [64, ∞).
 
 Only allocation rows (``step`` null) of jobs that ran are counted: a known runtime and either a start
 time or a positive runtime (SWF traces with an unknown wait time have no start time but did run).
@@ -30,11 +35,18 @@ import pyarrow as pa
 if TYPE_CHECKING:
     from rich.table import Table
 
-DEFAULT_RUNTIME_EDGES_H: tuple[float, ...] = (0, 0.25, 0.5, 1, 2, 4, 8, 16, 24, 48, 72, math.inf)
-"""Default runtime bucket edges in hours."""
+DEFAULT_RUNTIME_EDGES_H: tuple[float, ...] = (0, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, math.inf)
+"""Default runtime bucket edges in hours: 0, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, ∞ (log-spaced, see the module docstring)."""
 
 SHAPE_COLUMNS: tuple[str, ...] = (
-    "nodes_lo", "nodes_hi", "runtime_lo_h", "runtime_hi_h", "nodes_rep", "runtime_rep_h", "jobs", "node_hours",
+    "nodes_lo",
+    "nodes_hi",
+    "runtime_lo_h",
+    "runtime_hi_h",
+    "nodes_rep",
+    "runtime_rep_h",
+    "jobs",
+    "node_hours",
     "share_node_hours",
 )
 """Columns of the frame returned by :func:`job_shapes`."""
@@ -127,8 +139,17 @@ def job_shapes(
         )
     out = pd.DataFrame(rows, columns=list(SHAPE_COLUMNS))
     return out.astype(
-        {"nodes_lo": "int64", "nodes_hi": "int64", "nodes_rep": "int64", "jobs": "int64", "runtime_lo_h": "float64",
-         "runtime_hi_h": "float64", "runtime_rep_h": "float64", "node_hours": "float64", "share_node_hours": "float64"}
+        {
+            "nodes_lo": "int64",
+            "nodes_hi": "int64",
+            "nodes_rep": "int64",
+            "jobs": "int64",
+            "runtime_lo_h": "float64",
+            "runtime_hi_h": "float64",
+            "runtime_rep_h": "float64",
+            "node_hours": "float64",
+            "share_node_hours": "float64",
+        }
     )
 
 
@@ -170,8 +191,13 @@ def plot_shapes(df: pd.DataFrame, path: str | Path, title: str = "Job shapes: no
     fig, ax = plt.subplots(figsize=(1.0 + 0.9 * max(len(r_keys), 1), 1.2 + 0.45 * max(len(n_keys), 1)))
     positive = grid[np.isfinite(grid) & (grid > 0)]
     if positive.size:
-        im = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis",
-                       norm=LogNorm(vmin=positive.min(), vmax=max(positive.max(), positive.min() * 1.0001)))
+        im = ax.imshow(
+            grid,
+            origin="lower",
+            aspect="auto",
+            cmap="viridis",
+            norm=LogNorm(vmin=positive.min(), vmax=max(positive.max(), positive.min() * 1.0001)),
+        )
         fig.colorbar(im, ax=ax, label="node-hours")
     ax.set_xticks(range(len(r_keys)), [_runtime_label(a, b) for a, b in r_keys], rotation=45, ha="right")
     ax.set_yticks(range(len(n_keys)), [_node_label(a, b) for a, b in n_keys])
@@ -182,8 +208,9 @@ def plot_shapes(df: pd.DataFrame, path: str | Path, title: str = "Job shapes: no
         for j in range(len(r_keys)):
             if np.isfinite(grid[i, j]) and share[i, j] >= 0.005:
                 bright = positive.size and im.norm(grid[i, j]) > 0.6
-                ax.text(j, i, f"{100 * share[i, j]:.0f}%", ha="center", va="center", color="black" if bright else "white",
-                        fontsize=7)
+                ax.text(
+                    j, i, f"{100 * share[i, j]:.0f}%", ha="center", va="center", color="black" if bright else "white", fontsize=7
+                )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
@@ -196,8 +223,15 @@ def format_shapes_table(df: pd.DataFrame, title: str = "Job shapes") -> Table:
     from rich.table import Table
 
     table = Table(title=title)
-    for name, justify in (("nodes", "right"), ("runtime", "right"), ("rep nodes", "right"), ("rep runtime h", "right"),
-                          ("jobs", "right"), ("node-hours", "right"), ("share", "right")):
+    for name, justify in (
+        ("nodes", "right"),
+        ("runtime", "right"),
+        ("rep nodes", "right"),
+        ("rep runtime h", "right"),
+        ("jobs", "right"),
+        ("node-hours", "right"),
+        ("share", "right"),
+    ):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for row in df.itertuples(index=False):
         table.add_row(

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 from rich.console import Console
 
-from tasks.shapes import SHAPE_COLUMNS, format_shapes_table, job_shapes, plot_shapes
+from tasks.shapes import DEFAULT_RUNTIME_EDGES_H, SHAPE_COLUMNS, format_shapes_table, job_shapes, plot_shapes
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -21,7 +21,7 @@ JOBS = [
     (None, True, 1, 1800),  # 1 node, 0.5 h -> [0.5, 1) (lower edge inclusive)
     (None, True, 3, 7200),  # 3-4 nodes, 2 h -> [2, 4)
     (None, True, 4, 10800),  # 3-4 nodes, 3 h -> [2, 4)
-    (None, True, 5, 360000),  # 5-8 nodes, 100 h -> [72, inf)
+    (None, True, 5, 360000),  # 5-8 nodes, 100 h -> [64, inf)
     ("batch", True, 2, 3600),  # a step: not counted
     (None, False, 2, 0),  # never started: not counted
     (None, False, 2, 3600),  # SWF with unknown wait (no start) but ran 1 h: counted, 2 nodes, [1, 2)
@@ -49,7 +49,7 @@ EXPECTED = pd.DataFrame(
         (1, 1, 0.5, 1.0, 1, math.sqrt(0.5), 1, 0.5),
         (2, 2, 1.0, 2.0, 2, math.sqrt(2.0), 1, 2.0),
         (3, 4, 2.0, 4.0, 4, math.sqrt(8.0), 2, 6.0 + 12.0),
-        (5, 8, 72.0, math.inf, 8, 100.0, 1, 500.0),
+        (5, 8, 64.0, math.inf, 8, 100.0, 1, 500.0),
     ],
     columns=list(SHAPE_COLUMNS[:-1]),
 )
@@ -65,6 +65,20 @@ def test_job_shapes_by_hand(as_pandas):
     pd.testing.assert_frame_equal(out, expected, check_dtype=False, rtol=1e-12)
     assert out["share_node_hours"].sum() == pytest.approx(1.0)
     assert out["jobs"].sum() == 6
+
+
+def test_default_runtime_edges_are_log_spaced():
+    e = np.asarray(DEFAULT_RUNTIME_EDGES_H)
+    assert e[0] == 0 and math.isinf(e[-1])
+    assert list(e[1:-1]) == [0.25, 0.5, 1, 2, 4, 8, 16, 32, 64]
+    assert np.allclose(e[2:-1] / e[1:-2], 2.0)  # every finite bucket spans a factor of two
+
+
+@pytest.mark.parametrize(("hours", "lo"), [(23.99, 16.0), (24.01, 16.0), (47.9, 32.0), (48.1, 32.0), (72.01, 64.0)])
+def test_jobs_at_queue_limits_are_not_split(hours, lo):
+    """A job ending just before or just after a 24/48/72 h limit lands in the same bucket."""
+    t = _table().slice(0, 1).set_column(4, "elapsed_s", pa.array([round(hours * 3600)], pa.int64()))
+    assert job_shapes(t)["runtime_lo_h"].tolist() == [lo]
 
 
 def test_custom_edges_and_out_of_range():
@@ -100,5 +114,5 @@ def test_plot_and_table(tmp_path):
     console = Console(record=True, width=120)
     console.print(format_shapes_table(out))
     text = console.export_text()
-    assert "3-4" in text and "72-inf h" in text and "6 jobs" in text
+    assert "3-4" in text and "64-inf h" in text and "6 jobs" in text
     assert "96.0%" in text  # 500 of 520.67 node-hours
