@@ -70,7 +70,13 @@ class CkptCost:
 
     @classmethod
     def fixed(cls, hours: float) -> CkptCost:
-        """A fixed cost, labelled like ``0.25h``."""
+        """A fixed cost, labelled like ``0.25h``; under one second (:data:`MIN_CKPT_COST_H`) is a one-line error.
+
+        (A cost derived from I/O may still fall under one second for small jobs: those shapes are
+        not checkpointable, see :func:`compute_table`.)
+        """
+        if not (np.isfinite(hours) and hours >= MIN_CKPT_COST_H):
+            raise ValueError(f"checkpoint cost {hours:.3g} h is outside the supported range (at least one second)")
         return cls(label=f"{hours:g}h", hours=hours)
 
     @classmethod

@@ -148,3 +148,19 @@ def test_tables_bad_window_one_line() -> None:
     r = _run("checkpoint", "tables", "--failures", "lanl-s20", "--window-end", "soonish", "--no-prefect")
     assert isinstance(r.exception, UserError), r.output
     assert "--window-end: cannot parse 'soonish'" in str(r.exception) and "\n" not in str(r.exception)
+
+
+@pytest.mark.parametrize(
+    "args,msg",
+    [
+        (["--mtbf-node", "5y", "--ckpt-cost", "1e-12s"], "checkpoint cost 2.78e-16 h is outside the supported range"),
+        (["--mtbf-node", "1e-9s"], "job MTBF 2.78e-13 h is outside the supported range"),
+        (["--mtbf-node", "5y", "--weibull-shape", "1e-6"], "Weibull shape 1e-06 is outside"),
+    ],
+)
+def test_tables_absurd_magnitudes_one_line(tmp_path, args: list[str], msg: str) -> None:
+    from flows.cli import UserError
+
+    r = _run("--store", str(tmp_path / "s"), "checkpoint", "tables", "--no-prefect", *args)
+    assert isinstance(r.exception, UserError), r.output
+    assert msg in str(r.exception) and "\n" not in str(r.exception)

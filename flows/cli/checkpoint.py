@@ -179,7 +179,7 @@ def tables(
             from flows.checkpoint import checkpoint_tables
 
             m = checkpoint_tables(**kw)
-    except ValueError as e:
+    except (ValueError, ArithmeticError) as e:
         raise UserError(str(e)) from None
     console.print(
         f"run {m['run_id']} {m['status']}: {m['notes']['intervals']:,} checkpointable "
@@ -235,7 +235,7 @@ def trace_savings_cmd(
             mc_shapes=mc_shapes,
             mtbf_error=mtbf_error,
         )
-    except ValueError as e:
+    except (ValueError, ArithmeticError) as e:
         raise UserError(str(e)) from None
     if res.empty:
         raise UserError("no checkpointable job (t_c + Daly's interval < runtime) in the trace")
