@@ -107,10 +107,28 @@ def time_between(starts: np.ndarray, distinct: bool = True) -> Between:
     return Between(int(s.size), float(gaps.mean()), float(np.median(gaps)), gaps)
 
 
-def state_starts(node: np.ndarray, start: np.ndarray, end: np.ndarray, state: np.ndarray, code: int) -> np.ndarray:
-    """Start times of runs of state ``code`` (an episode starts when a node enters the state)."""
-    n, s, _e, st = state_runs(node, start, end, state)
-    return s[st == code]
+def state_starts(
+    node: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    state: np.ndarray,
+    code: int,
+    shadowed_after: tuple[int, ...] = (),
+) -> np.ndarray:
+    """Start times of runs of state ``code`` (an episode starts when a node enters the state).
+
+    ``shadowed_after``: overlay codes (ADMIN_RESV, UNSCHEDULED_RESV). A run that directly follows a
+    run of one of them on the same node is not a start: the node entered the state under the overlay,
+    which shadows events during administrative windows (paper Sec. II-C), so its end uncovering an
+    episode that began before or inside it adds no event (as for ``failure_events``).
+    """
+    n, s, e, st = state_runs(node, start, end, state)
+    hit = st == code
+    if shadowed_after:
+        after = np.zeros(n.size, bool)
+        after[1:] = (n[1:] == n[:-1]) & (s[1:] == e[:-1]) & np.isin(st[:-1], shadowed_after)
+        hit &= ~after
+    return s[hit]
 
 
 def gaussian_log_density(x: np.ndarray, min_var: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:

@@ -234,9 +234,11 @@ def build_report(
     fig.colorbar(im, ax=axs, shrink=0.8)
     items.append(ReportItem("transitions", "State transition probabilities (Figs. 9-10)", t_tr, _png(fig)))
 
-    # Table III: time between DOWN and CONNECTION_LOSS starts (overlaid timeline)
-    down = sa.time_between(sa.state_starts(*on, code=STATE_NAMES.index("DOWN") + 1))
-    loss = sa.time_between(sa.state_starts(*on, code=STATE_NAMES.index("CONNECTION_LOSS") + 1))
+    # Table III: time between DOWN and CONNECTION_LOSS starts (overlaid timeline; a state uncovered at the end of
+    # an ADMIN/UNSCHEDULED overlay is not a new start, as for failure_events)
+    ov = (STATE_NAMES.index("ADMIN_RESV") + 1, STATE_NAMES.index("UNSCHEDULED_RESV") + 1)
+    down = sa.time_between(sa.state_starts(*on, code=STATE_NAMES.index("DOWN") + 1, shadowed_after=ov))
+    loss = sa.time_between(sa.state_starts(*on, code=STATE_NAMES.index("CONNECTION_LOSS") + 1, shadowed_after=ov))
     t3 = pd.DataFrame(
         [
             {"state": name, "events": b.n_events, "mean_h": round(b.mean_h, 3), "median_h": round(b.median_h, 3)}

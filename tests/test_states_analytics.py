@@ -46,6 +46,18 @@ def test_time_between_table3():
     assert np.isnan(sa.time_between(np.array([5])).mean_h)
 
 
+def test_state_starts_not_counted_when_uncovered_by_an_overlay():
+    # node 0: DOWN 1-2h, UNSCHEDULED_RESV 2-4h, DOWN 4-5h (the same episode uncovered), IDLE 5-6h, DOWN 6-7h
+    # node 1: UNSCHEDULED_RESV 0-3h, DOWN 3-4h (began inside the overlay: shadowed), BOOTING 4-5h, IDLE 5-6h
+    node = np.array([0, 0, 0, 0, 0, 0, 1, 1, 1, 1])
+    start = np.array([0, 1, 2, 4, 5, 6, 0, 3, 4, 5]) * H
+    end = np.array([1, 2, 4, 5, 6, 7, 3, 4, 5, 6]) * H
+    state = np.array([4, 1, 8, 1, 4, 1, 8, 1, 3, 4])
+    assert sorted(sa.state_starts(node, start, end, state, 1).tolist()) == [h * H for h in (1, 3, 4, 6)]
+    got = sa.state_starts(node, start, end, state, 1, shadowed_after=(6, 8))
+    assert sorted(got.tolist()) == [1 * H, 6 * H]
+
+
 def test_gaussian_detector_finds_planted_outliers():
     rng = np.random.default_rng(0)
     n = 400

@@ -150,6 +150,10 @@ def test_states_match_simulator_ground_truth(store, tmp_path):
     shadowed = [any(n == x and a <= t < z for x, a, z in overlays) for n, t in zip(truth_f.node, truth_f.detected, strict=True)]
     truth_f = truth_f[~np.array(shadowed, bool)]
     got = fe_daily[(fe_daily.start >= t0) & (fe_daily.start < t1)]
+    print(
+        f"failure events {len(got)}, simulator failures detected in the window {len(shadowed)} "
+        f"({sum(shadowed)} inside an overlay, shadowed)"
+    )
     assert len(truth_f) >= 10
     assert len(got) == len(truth_f), (len(got), len(truth_f))
     # one to one: each event starts within 10 min of the detection of a failure of the same node
