@@ -70,12 +70,13 @@ def build_suite(name: str, expectations: list[Expectation]) -> Any:
     """Instantiate a ``gx.ExpectationSuite`` (not registered in any context) from expectation data.
 
     An ``ExpectColumnValuesToBeInSet`` with more than :data:`LARGE_STRING_SET` strings (the known
-    nodes of a cluster) becomes ``ExpectColumnValuesToMatchRegex`` with ``^(?:v1|v2|…)\\Z`` (every
-    value escaped): the same rows pass (exact match of one of the values; nulls are missing values
-    in both), but GX re-serialises every expectation's configuration ~1,000 times per validation
-    call and a 1,000-element list made each call ~0.1 s slower (0.161 s vs 0.069 s measured); one
-    string costs next to nothing. The quarantine label stays ``expect_column_values_to_be_in_set(…)``
-    and the Data Docs description says how many values the set has.
+    nodes of a cluster) becomes ``ExpectColumnValuesToMatchRegex`` with :func:`set_regex`
+    (``^(?:v1|v2|…)\\Z`` as a prefix tree, every value escaped): the same rows pass (exact match
+    of one of the values; nulls are missing values in both), but GX re-serialises every
+    expectation's configuration ~1,000 times per validation call and a 1,000-element list made
+    each call ~0.1 s slower (0.161 s vs 0.069 s measured); one string costs next to nothing. The
+    quarantine label stays ``expect_column_values_to_be_in_set(…)`` and the Data Docs description
+    says how many values the set has.
     """
     import great_expectations as gx
 
@@ -89,8 +90,11 @@ def build_suite(name: str, expectations: list[Expectation]) -> Any:
         vs = kwargs.get("value_set")
         if e.type == "ExpectColumnValuesToBeInSet" and _large_string_set(vs):
             cls = gx.expectations.ExpectColumnValuesToMatchRegex
-            kwargs = {"column": kwargs["column"], "regex": set_regex(vs),
-                      "description": f"value in a set of {len(set(vs))} values (given to GX as one anchored regex)"}
+            kwargs = {
+                "column": kwargs["column"],
+                "regex": set_regex(vs),
+                "description": f"value in a set of {len(set(vs))} values (given to GX as one anchored regex)",
+            }
         suite.add_expectation(cls(**kwargs, meta={"label": expectation_label(e)}))
     return suite
 
@@ -100,8 +104,39 @@ def _large_string_set(vs: Any) -> bool:
 
 
 def set_regex(values: Iterable[str]) -> str:
-    """Regular expression matching exactly the strings ``values`` (whole string, no trailing newline)."""
-    return "^(?:" + "|".join(re.escape(v) for v in sorted(set(values), key=lambda v: (-len(v), v))) + r")\Z"
+    """Regular expression matching exactly the strings ``values`` (whole string, no trailing newline).
+
+    The alternatives are factored as a prefix tree (``n00(?:1[0-9]|2[0-4])``, every character
+    escaped): pandas parses the pattern with Python's ``re`` parser on every GX call and RE2
+    compiles it, and for 1,000 node names the tree is a sixth of the flat ``name1|name2|…`` list
+    (12 ms less per call). The same strings match."""
+    trie: dict[str, dict] = {}
+    for v in set(values):
+        node = trie
+        for ch in v:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+    return "^" + _trie_regex(trie) + r"\Z"
+
+
+def _trie_regex(node: dict[str, dict]) -> str:
+    """Pattern matching exactly the suffixes stored in ``node`` (key ``""`` marks an end)."""
+    alts, leaves = [], []
+    for ch in sorted(k for k in node if k):
+        sub = node[ch]
+        if list(sub) == [""]:
+            leaves.append(ch)
+        else:
+            alts.append(re.escape(ch) + _trie_regex(sub))
+    if len(leaves) == 1:
+        alts.append(re.escape(leaves[0]))
+    elif leaves:
+        alts.append("[" + "".join(re.escape(c) for c in leaves) + "]")
+    if not alts:
+        return ""
+    if "" not in node:
+        return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+    return "(?:" + "|".join(alts) + ")?"  # the string may also end here
 
 
 def _gx_value(v: Any) -> Any:
