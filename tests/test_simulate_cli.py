@@ -59,3 +59,48 @@ def test_plot_writes_png(sim_dir, tmp_path):
     r = CliRunner().invoke(app, ["simulate", "plot", "--out", str(sim_dir), "--png", str(png)])
     assert r.exit_code == 0, r.output
     assert png.stat().st_size > 10_000
+
+
+def test_config_file_and_set_map_onto_simconfig(tmp_path):
+    from tasks.simulate.cluster import load_state
+
+    knobs = tmp_path / "knobs.json"
+    knobs.write_text(json.dumps({"anomaly_share": 0.03, "ldms_racks": [], "n_nodes": 20}))
+    out = tmp_path / "o"
+    r = CliRunner().invoke(
+        app,
+        [
+            *ARGS,
+            "--config",
+            str(knobs),
+            "--set",
+            "frail_nodes=1",
+            "--set",
+            "syslog_rfc5424_rows=[1]",
+            "--set",
+            "alert_warning_share=0.25",
+            "--out",
+            str(out),
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    cfg, _ = load_state(out)
+    assert cfg.anomaly_share == 0.03 and cfg.ldms_racks == () and cfg.frail_nodes == 1
+    assert cfg.syslog_rfc5424_rows == (1,) and cfg.alert_warning_share == 0.25
+    assert cfg.n_nodes == 30  # the explicit --nodes wins over the file
+    assert not (out / "telemetry/ldms").exists()
+
+
+@pytest.mark.parametrize(
+    ("item", "msg"),
+    [
+        ("anomaly_shar=0.1", "unknown simulator knob 'anomaly_shar'"),
+        ("frail_nodes=many", "knob frail_nodes: 'many' is not a valid int"),
+        ("alert_detect_prob=2", "alert_detect_prob must be in [0, 1]"),
+        ("novalue", "expected KNOB=VALUE"),
+    ],
+)
+def test_set_rejects_unknown_keys_and_bad_values(tmp_path, item, msg):
+    r = CliRunner().invoke(app, [*ARGS, "--set", item, "--out", str(tmp_path / "x")])
+    assert isinstance(r.exception, UserError) and msg in str(r.exception), r.output
+    assert "\n" not in str(r.exception)

@@ -5,12 +5,17 @@ Examples::
     nodewatch simulate --nodes 1000 --start 2026-01-01 --days 30 --seed 1 --out sim/
     nodewatch simulate --out sim/ --append            # the next day of an existing cluster
     nodewatch simulate --out sim/ --day 12            # (re)render day 12 only, byte-identical
+    nodewatch simulate --nodes 96 --set anomaly_share=0.05 --set ldms_racks=[0,1] --out sim/
+    nodewatch simulate --config knobs.json --out sim/  # any SimConfig knob (docs/simulator.md)
     nodewatch simulate plot --out sim/ --node cn0042 --png docs/simulator-week.png
+
+Precedence: defaults < --config FILE.json < the dedicated options given on the command line < --set key=value.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from datetime import date
 from pathlib import Path
 from typing import Annotated
@@ -50,6 +55,10 @@ def simulate_cmd(
     scheduler: Annotated[str, typer.Option(help="Dask scheduler: threads, processes or synchronous.")] = "threads",
     day: Annotated[int | None, typer.Option(help="Render only this day index (0 = --start) of the cluster in --out.")] = None,
     append: Annotated[bool, typer.Option("--append", help="Render the day after the last one written in --out.")] = False,
+    config: Annotated[Path | None, typer.Option("--config", help="JSON object of SimConfig knobs (docs/simulator.md).")] = None,
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="KNOB=VALUE (repeatable; VALUE as JSON, e.g. ldms_racks=[0,1]).")
+    ] = None,
 ) -> None:
     """Write telemetry (parquet + LDMS CSV), syslog, sacct/SWF, Nagios alerts, tickets, reservations, topology, truth."""
     if ctx.invoked_subcommand:
@@ -77,11 +86,40 @@ def simulate_cmd(
             raise UserError(f"--start {start!r}: expected YYYY-MM-DD") from None
         if days < 1:
             raise UserError(f"--days must be >= 1, got {days}")
+        overrides: dict = {}
+        if config is not None:
+            try:
+                overrides = json.loads(config.read_text())
+            except (OSError, json.JSONDecodeError) as e:
+                raise UserError(f"--config {config}: {e}") from None
+            if not isinstance(overrides, dict):
+                raise UserError(f"--config {config}: expected a JSON object of knobs")
+        given = {k for k in ctx.params if getattr(ctx.get_parameter_source(k), "name", "") == "COMMANDLINE"}
+        opt = {
+            "nodes": ("n_nodes", nodes),
+            "start": ("start", start_d),
+            "seed": ("seed", seed),
+            "anomaly_share": ("anomaly_share", anomaly_share),
+            "mtbf_days": ("node_mtbf_days", mtbf_days),
+            "weibull_shape": ("failure_weibull_shape", weibull_shape),
+            "precursor_share": ("precursor_share", precursor_share),
+            "load_scale": ("load_scale", load_scale),
+            "workers": ("workers", workers),
+            "scheduler": ("scheduler", scheduler),
+        }
+        for k, (knob, v) in opt.items():
+            if k in given or knob not in overrides:
+                overrides[knob] = v
+        if "step" in given or "step_s" not in overrides:
+            overrides["step_s"] = _parse_step(step)
+        for item in set_ or []:
+            k, eq, v = item.partition("=")
+            if not eq or not k.strip():
+                raise UserError(f"--set {item!r}: expected KNOB=VALUE")
+            overrides[k.strip()] = v.strip()
         try:
-            cfg = SimConfig(n_nodes=nodes, start=start_d, seed=seed, step_s=_parse_step(step), anomaly_share=anomaly_share,
-                            node_mtbf_days=mtbf_days, failure_weibull_shape=weibull_shape, precursor_share=precursor_share,
-                            load_scale=load_scale, workers=workers, scheduler=scheduler)
-        except ValueError as e:
+            cfg = SimConfig.from_overrides(overrides)
+        except (ValueError, TypeError) as e:
             raise UserError(str(e)) from None
         if state is not None and dataclasses.replace(state[0], workers=workers, scheduler=scheduler) != cfg:
             raise UserError(f"{out} holds a different simulated cluster (see {out}/simulation.json); use another --out")
@@ -94,9 +132,11 @@ def simulate_cmd(
             prog.update(task, completed=done, total=total)
 
         res = simulate(cfg, out, todo, progress=cb)
-    console.print(f"wrote {len(todo)} day(s) to {out}: {int(res.get('values', 0)):,} telemetry values, "
-                  f"{int(res.get('syslog_lines', 0)) + int(res.get('controller_lines', 0)):,} syslog lines, "
-                  f"{int(res.get('jobs_ended', 0)):,} jobs ended, {res['seconds']:.1f} s")
+    console.print(
+        f"wrote {len(todo)} day(s) to {out}: {int(res.get('values', 0)):,} telemetry values, "
+        f"{int(res.get('syslog_lines', 0)) + int(res.get('controller_lines', 0)):,} syslog lines, "
+        f"{int(res.get('jobs_ended', 0)):,} jobs ended, {res['seconds']:.1f} s"
+    )
 
 
 @sim_app.command("plot")

@@ -51,7 +51,7 @@ def node_anomalies(cfg: SimConfig, node: int, t_end: float) -> list[tuple]:
 
 def misconfig_windows(cfg: SimConfig, t_end: float) -> list[tuple[float, float]]:
     """(start, end) of the misconfigured-rack windows starting before ``t_end``."""
-    if cfg.misconfig_rack < 0 or cfg.misconfig_rack >= cfg.n_racks or cfg.misconfig_days <= 0:
+    if cfg.misconfigured_rack < 0 or cfg.misconfig_days <= 0:
         return []
     out = []
     m = 0
@@ -69,7 +69,7 @@ def all_anomalies(cfg: SimConfig, topo: Topology, t_end: float) -> pd.DataFrame:
     for n in range(topo.n):
         rows += node_anomalies(cfg, n, t_end)
     for a, b in misconfig_windows(cfg, t_end):
-        for n in topo.nodes_of_rack(cfg.misconfig_rack):
+        for n in topo.nodes_of_rack(cfg.misconfigured_rack):
             rows.append((int(n), a, b, "misconfiguration", 0.0))
     df = pd.DataFrame(rows, columns=COLUMNS)
     return df.sort_values(["node", "start"], kind="stable").reset_index(drop=True)

@@ -63,10 +63,42 @@ THUNDER_FIT: dict[str, Any] = {
         0.00321,
         0.00313,
     ),
-    "size_log_runtime_means": (3.1907, 5.2645, 4.8914, 5.6138, 6.8067, 5.3555, 6.1505, 7.5698,
-                               5.9349, 5.7212, 5.3834, 6.9647, 5.3625, 6.3747, 8.337, 4.5849),
-    "size_log_runtime_sigmas": (2.391, 2.0615, 2.5715, 2.3377, 2.626, 2.4996, 2.6231, 2.8732,
-                                2.5007, 2.8449, 2.9688, 2.7724, 2.688, 2.6177, 2.1953, 2.6364),
+    "size_log_runtime_means": (
+        3.1907,
+        5.2645,
+        4.8914,
+        5.6138,
+        6.8067,
+        5.3555,
+        6.1505,
+        7.5698,
+        5.9349,
+        5.7212,
+        5.3834,
+        6.9647,
+        5.3625,
+        6.3747,
+        8.337,
+        4.5849,
+    ),
+    "size_log_runtime_sigmas": (
+        2.391,
+        2.0615,
+        2.5715,
+        2.3377,
+        2.626,
+        2.4996,
+        2.6231,
+        2.8732,
+        2.5007,
+        2.8449,
+        2.9688,
+        2.7724,
+        2.688,
+        2.6177,
+        2.1953,
+        2.6364,
+    ),
     "utilisation": 0.8649,
     "log_limit_over_runtime_mean": 5.4549,
     "log_limit_over_runtime_sigma": 2.3722,
@@ -83,6 +115,53 @@ ANOMALY_TYPES: tuple[str, ...] = (
 )
 """Ground-truth anomaly types; ``misconfiguration`` is the rack-level one (SaNSA §III-B rack 13)."""
 
+
+def _coerce(key: str, value: Any, default: Any) -> Any:
+    """``value`` converted to the type of the knob's current value ``default`` (ValueError if it cannot be)."""
+    bad = ValueError(f"knob {key}: {value!r} is not a valid {type(default).__name__}")
+    if isinstance(value, str) and not isinstance(default, (str, date)):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise bad from None
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise bad
+        return value
+    if isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value:
+            raise bad
+        return int(value)
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad
+        return float(value)
+    if isinstance(default, str):
+        if not isinstance(value, str):
+            raise bad
+        return value
+    if isinstance(default, date):
+        try:
+            return value if isinstance(value, date) else date.fromisoformat(str(value))
+        except ValueError:
+            raise bad from None
+    if isinstance(default, tuple):
+        if not isinstance(value, (list, tuple)):
+            raise bad
+        out = tuple(tuple(x) if isinstance(x, list) else x for x in value)
+        if (
+            default
+            and out
+            and type(default[0]) is not type(out[0])
+            and not (isinstance(default[0], (int, float)) and isinstance(out[0], (int, float)))
+        ):
+            raise bad
+        return out
+    if isinstance(default, dict):
+        if not isinstance(value, dict):
+            raise bad
+        return {**default, **value}
+    return value
 
 
 @dataclass(frozen=True)
@@ -113,7 +192,8 @@ class SimConfig:
     Anomalies
         anomaly_share: expected share of node-time inside per-node anomaly intervals (types 1–5);
         anomaly_median_s / anomaly_sigma: lognormal duration; anomaly_type_weights: mix of types 1–5.
-        misconfig_rack: index of the misconfigured rack (-1: none); misconfig_start_day/misconfig_days:
+        misconfig_rack: index of the misconfigured rack (-1: none; an index >= n_racks means rack
+        n_racks // 2, see :attr:`SimConfig.misconfigured_rack`); misconfig_start_day/misconfig_days:
         its window (days after start; repeats every misconfig_period_days so appended days see it too).
     Admin maintenance
         maint_period_days: each row gets an admin window every maint_period_days (rows staggered);
@@ -127,7 +207,9 @@ class SimConfig:
         written as LDMS CSV instead of parquet. syslog_rfc5424_rows: rows whose racks log in RFC 5424
         (others RFC 3164). syslog_lines_per_node_day: mean background syslog volume.
         fp_alerts_per_node_year: Nagios CRITICAL false positives; alert_detect_prob: probability that an
-        anomaly raises a CRITICAL Nagios alert.
+        anomaly raises a CRITICAL Nagios alert; alert_warning_share: share of those (and of false positives)
+        that first go WARNING (SOFT 1-2, HARD 3) 5-30 min before CRITICAL; warning_only_per_node_year:
+        WARNING episodes that never turn CRITICAL (half recover while still SOFT: ``OK;SOFT``).
     Rendering
         workers: Dask workers; scheduler: "threads", "processes" or "synchronous".
     """
@@ -197,6 +279,8 @@ class SimConfig:
     syslog_lines_per_node_day: float = 300.0
     fp_alerts_per_node_year: float = 3.0
     alert_detect_prob: float = 0.85
+    alert_warning_share: float = 0.5
+    warning_only_per_node_year: float = 12.0
     # rendering
     workers: int = 2
     scheduler: str = "threads"
@@ -214,6 +298,27 @@ class SimConfig:
             raise ValueError("failure_weibull_shape and node_mtbf_days must be > 0")
         if self.scheduler not in ("threads", "processes", "synchronous"):
             raise ValueError(f"scheduler must be threads, processes or synchronous, got {self.scheduler!r}")
+        for k in ("nodes_per_rack", "racks_per_row", "nodes_per_chassis", "n_users", "workers"):
+            if getattr(self, k) < 1:
+                raise ValueError(f"{k} must be >= 1, got {getattr(self, k)}")
+        for k in ("alert_detect_prob", "alert_warning_share", "maint_reboot_share", "rack_event_fraction"):
+            if not 0.0 <= getattr(self, k) <= 1.0:
+                raise ValueError(f"{k} must be in [0, 1], got {getattr(self, k)}")
+        for k in ("load_scale", "frail_factor", "repair_median_s", "anomaly_median_s", "max_timelimit_s"):
+            if getattr(self, k) <= 0:
+                raise ValueError(f"{k} must be > 0, got {getattr(self, k)}")
+        for k in (
+            "rack_events_per_year",
+            "connloss_per_node_year",
+            "outage_per_node_day",
+            "rack_outage_per_rack_year",
+            "fp_alerts_per_node_year",
+            "warning_only_per_node_year",
+            "syslog_lines_per_node_day",
+            "frail_nodes",
+        ):
+            if getattr(self, k) < 0:
+                raise ValueError(f"{k} must be >= 0, got {getattr(self, k)}")
 
     # derived -----------------------------------------------------------------------------------
     @property
@@ -226,6 +331,14 @@ class SimConfig:
         """Number of racks (the last one may be partly filled, as in real machine rooms)."""
         return -(-self.n_nodes // self.nodes_per_rack)
 
+    @property
+    def misconfigured_rack(self) -> int:
+        """Rack that is misconfigured: ``misconfig_rack``, or the middle rack ``n_racks // 2`` when that index does
+        not exist in a smaller cluster (-1: none)."""
+        if self.misconfig_rack < 0:
+            return -1
+        return self.misconfig_rack if self.misconfig_rack < self.n_racks else self.n_racks // 2
+
     def node_name(self, i: int) -> str:
         """Name of node index ``i`` (0-based): ``cn0001`` for 0."""
         return f"{self.node_prefix}{i + 1:0{self.name_digits}d}"
@@ -235,6 +348,22 @@ class SimConfig:
         d = dataclasses.asdict(self)
         d["start"] = self.start.isoformat()
         return json.dumps(d, indent=2, sort_keys=True, default=list)
+
+    @classmethod
+    def from_overrides(cls, overrides: dict[str, Any], base: SimConfig | None = None) -> SimConfig:
+        """``base`` (default: the defaults) with ``overrides`` applied; values are coerced to each knob's type.
+
+        Raises ValueError with a one-line message for an unknown key or a value of the wrong type/range.
+        """
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        cur = dataclasses.asdict(base if base is not None else cls())
+        for k, v in overrides.items():
+            if k not in fields:
+                close = [n for n in fields if k.lower() in n or n in k.lower()][:3]
+                hint = f" (did you mean {', '.join(close)}?)" if close else ""
+                raise ValueError(f"unknown simulator knob {k!r}{hint}; see docs/simulator.md")
+            cur[k] = _coerce(k, v, cur[k])
+        return cls(**cur)
 
     @classmethod
     def from_json(cls, text: str) -> SimConfig:

@@ -255,7 +255,7 @@ def build_schedule(cfg: SimConfig, n_days: int, begin: SchedState | None = None)
                 planned[n].append((w.start, w.end))
     for a, b in misconfig_windows(cfg, t_ev):
         if b >= t0:
-            for n in topo.nodes_of_rack(cfg.misconfig_rack):
+            for n in topo.nodes_of_rack(cfg.misconfigured_rack):
                 planned[n].append((a, b))
     uresv = user_reservations(cfg, t_ev)
     for r in uresv.itertuples():
@@ -263,7 +263,7 @@ def build_schedule(cfg: SimConfig, n_days: int, begin: SchedState | None = None)
             for n in range(r.first, r.first + r.n):
                 planned[n].append((r.start, r.end))
     resv_jobs = uresv[uresv["end"] >= begin.t - KEEP_ENDED_S] if begin is not None else uresv
-    jobs, snaps = schedule_jobs(cfg, t_stop, down, kill, planned, resv_jobs, begin)
+    jobs, snaps = schedule_jobs(cfg, t_stop, down, kill, planned, resv_jobs, begin, misconfig_windows(cfg, t_ev))
     first_day = int(round(begin.t / 86400.0)) if begin is not None else 0
     return Schedule(
         cfg,

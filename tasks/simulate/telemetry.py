@@ -27,6 +27,8 @@ DRIVERS = ("idle", "util", "mem", "net", "ib", "disk_r", "disk_w", "lustre", "er
 D = {k: i for i, k in enumerate(DRIVERS)}
 WARMUP_S = 3600
 THERMAL_TAU_S = 180.0
+FAN_T0_C = 28.0
+"""Temperature where the fan curve leaves its floor speed ``fan_base``."""
 JOB_LEVELS = ("util", "mem", "net", "ib", "disk_r", "disk_w", "lustre")
 IDLE = {"util": 0.015, "mem": 0.04}
 
@@ -67,7 +69,7 @@ class NodeTraits:
     p_max: np.ndarray  # W per socket at full load
     r_th: np.ndarray  # degC per W
     fan_base: np.ndarray  # rpm
-    fan_gain: np.ndarray  # rpm per degC above 45
+    fan_gain: np.ndarray  # rpm per degC above FAN_T0_C (PWM curve)
     inlet: np.ndarray  # degC
     bias: np.ndarray  # sensor bias degC
     cscale: np.ndarray  # (B, C) counter scale
@@ -86,9 +88,9 @@ def node_traits(seed: int, nodes: np.ndarray, racks: np.ndarray) -> NodeTraits:
             (
                 g.uniform(35, 55),
                 g.uniform(170, 240),
-                g.uniform(0.12, 0.2),
-                g.uniform(3800, 4600),
-                g.uniform(180, 320),
+                g.uniform(0.19, 0.25),
+                g.uniform(2800, 3400),
+                g.uniform(130, 170),
                 rg.uniform(19.0, 24.0) + g.normal(0, 0.4),
                 g.normal(0, 0.8),
                 g.uniform(0.8, 1.25, len(COUNTERS)),
@@ -396,7 +398,8 @@ def _gauges(
         temps.append(lagged + tr.bias[:, None] + 0.3 * nz((B, Tw)))
     out["temp_cpu0"], out["temp_cpu1"] = temps
     tmax = np.maximum(temps[0], temps[1])
-    fan = tr.fan_base[:, None] + tr.fan_gain[:, None] * np.maximum(tmax - 45, 0)
+    # BMC fan curve: PWM duty rises linearly from FAN_T0_C (fans follow temperature over the whole range)
+    fan = tr.fan_base[:, None] + tr.fan_gain[:, None] * np.clip(tmax - FAN_T0_C, 0, 70)
     fans = np.clip(fan[None] * tr.fan_mult.T[:, :, None] + 40 * nz((6, B, Tw)), 0, 19000)
     for f in range(6):
         dead = fan_fail * (fan_idx[:, None] == f)

@@ -167,6 +167,7 @@ def schedule_jobs(
     planned: list[list[tuple[float, float]]],
     resv: pd.DataFrame | None = None,
     begin: SchedState | None = None,
+    hold: list[tuple[float, float]] | None = None,
 ) -> tuple[Jobs, list[SchedState]]:
     """Run the scheduler until ``t_stop`` (seconds since epoch), from the epoch or from the boundary state ``begin``.
 
@@ -356,7 +357,7 @@ def schedule_jobs(
     J = J[keep].reset_index(drop=True)
     kept_alloc = [alloc[i] for i in np.flatnonzero(keep)]
     if resv is not None and len(resv):
-        RJ, ralloc = reservation_jobs(cfg, resv, t_stop, ds, de, km)
+        RJ, ralloc = reservation_jobs(cfg, resv, t_stop, ds, de, km, hold)
         if len(RJ):
             J = pd.concat([J, RJ[J.columns]], ignore_index=True)
             kept_alloc += ralloc
@@ -367,10 +368,24 @@ def schedule_jobs(
 
 
 def reservation_jobs(
-    cfg: SimConfig, resv: pd.DataFrame, t_stop: float, ds: np.ndarray, de: np.ndarray, km: np.ndarray
+    cfg: SimConfig,
+    resv: pd.DataFrame,
+    t_stop: float,
+    ds: np.ndarray,
+    de: np.ndarray,
+    km: np.ndarray,
+    hold: list[tuple[float, float]] | None = None,
 ) -> tuple[pd.DataFrame, list[np.ndarray]]:
     """Jobs of the reservation's project inside each user reservation: back-to-back runs on the nodes that are up,
-    separated by idle gaps (SaNSA's RESERVED_IDLE); NODE_FAIL when one of their nodes goes DOWN."""
+    separated by idle gaps (SaNSA's RESERVED_IDLE); NODE_FAIL when one of their nodes goes DOWN.
+
+    ``hold``: windows of the misconfigured rack (Slurm starts nothing there; jobs end before a window opens).
+    """
+    hold_nodes: set[int] = set()
+    if hold:
+        from tasks.simulate.topology import build_topology
+
+        hold_nodes = set(build_topology(cfg).nodes_of_rack(cfg.misconfigured_rack).tolist())
     rows: list[dict] = []
     allocs: list[np.ndarray] = []
     for r in resv.itertuples():
@@ -380,6 +395,9 @@ def reservation_jobs(
         k = 0
         while t < min(r.end, t_stop) and k < 500:
             up = ~((ds[nodes] <= t) & (de[nodes] > t)).any(1)
+            for a, b in hold or []:
+                if a <= t < b:
+                    up &= ~np.isin(nodes, list(hold_nodes))
             dur = float(np.clip(np.exp(g.normal(np.log(7200.0), 0.6)), 300.0, max(300.0, r.end - t)))
             gap = float(g.exponential(2700.0))
             levels = (
@@ -394,6 +412,8 @@ def reservation_jobs(
             pick = nodes[up]
             if len(pick):
                 end = min(t + dur, r.end)
+                if hold and np.isin(pick, list(hold_nodes)).any():
+                    end = min([end] + [a for a, _ in hold if a > t])
                 kt = km[pick]
                 hit = kt[(kt >= t) & (kt < end)]
                 state = "COMPLETED"
