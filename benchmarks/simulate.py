@@ -26,6 +26,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--scheduler", default="threads")
     ap.add_argument("--keep", default=None, help="keep the output in this directory")
+    ap.add_argument("--no-next-day", action="store_true", help="skip timing the next day (--append path)")
     a = ap.parse_args()
     from tasks.simulate.cluster import simulate
     from tasks.simulate.config import SimConfig
@@ -39,13 +40,22 @@ def main() -> None:
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) / 2**20
     load = os.getloadavg()[0]
     print(f"nodes={a.nodes} metrics=57 step=60s scheduler={a.scheduler} workers={a.workers} loadavg_1min={load:.1f}")
-    print(f"values={int(res['values']):,} syslog_lines={int(res['syslog_lines'] + res['controller_lines']):,} "
-          f"jobs_ended={int(res['jobs_ended']):,} output_MB={size:.0f}")
+    print(
+        f"values={int(res['values']):,} syslog_lines={int(res['syslog_lines'] + res['controller_lines']):,} "
+        f"jobs_ended={int(res['jobs_ended']):,} output_MB={size:.0f}"
+    )
     print(f"schedule_seconds={res['schedule_seconds']:.2f} seconds={secs:.2f} values_per_s={res['values'] / secs:,.0f}")
     ru = resource.getrusage(resource.RUSAGE_SELF)
     print(f"cpu_seconds={ru.ru_utime + ru.ru_stime:.1f} (wall time is inflated when other processes share the cores)")
     print(f"peak_rss_MB={rss:.0f} (goal <= {GOAL_RSS_MB:.0f})")
     print(f"ratio={GOAL_SECONDS / secs:.2f}")
+    if not a.no_next_day:  # the --append path: day 1 from the state saved at midnight, not replayed from day 0
+        t = time.perf_counter()
+        nxt = simulate(cfg, out, [1])
+        print(
+            f"next_day: days_scheduled={int(nxt['days_scheduled'])} schedule_seconds={nxt['schedule_seconds']:.2f} "
+            f"seconds={time.perf_counter() - t:.2f}"
+        )
     if not a.keep:
         shutil.rmtree(out, ignore_errors=True)
 
