@@ -658,3 +658,18 @@ def test_next_day_cost_does_not_grow_with_the_horizon(tmp_path):
     late = simulate(cfg, tmp_path / "l", [40])
     assert early["days_scheduled"] == late["days_scheduled"] == 1
     assert late["schedule_seconds"] < 3 * early["schedule_seconds"] + 0.5, (early, late)
+
+
+def test_syslog_placeholders_are_bounded_and_severities_right(small_run):
+    cfg, out = small_run
+    text = "\n".join(p.read_text() for p in sorted((out / "syslog").rglob("r*.log")))
+    for ip in re.findall(r"(?<![\d.])(\d{1,3}(?:\.\d{1,3}){3})(?![\d.])", text):
+        assert all(int(o) <= 255 for o in ip.split(".")), ip
+    chans = [int(x) for x in re.findall(r"Chan#(\d+)_DIMM", text) + re.findall(r"channel:(\d+) ", text)]
+    assert all(0 <= c <= 7 for c in chans)
+    for line in text.splitlines():
+        if "error: Unable to register" in line:
+            assert int(line[1 : line.index(">")]) % 8 == 3, line  # LOG_ERR
+    # rasdaemon's "event enabled" is a boot-time line: only right after a "Startup finished"
+    enabled = [line for line in text.splitlines() if "ras:mc_event event enabled" in line]
+    assert len(enabled) <= text.count("Startup finished in")

@@ -71,7 +71,7 @@ class _Filler:
 
     def _row(self) -> list[int]:
         if self._i >= len(self._buf):
-            hi = np.array([30000, 65000, 2, 2**48, 150, 8, 254, len(NAMES)], dtype=np.int64)
+            hi = np.array([30000, 65000, 2, 2**48, 150, 254, 254, len(NAMES), 8, 30], dtype=np.int64)
             self._buf = (self.g.integers(0, 2**62, (self.BLOCK, len(hi))) % hi).tolist()
             self._i = 0
         self._i += 1
@@ -81,11 +81,26 @@ class _Filler:
         """``tpl`` with its placeholders filled."""
         if "{" not in tpl:
             return tpl
-        a, b, c, h, us, o3, o4, nm = self._row()
+        a, b, c, h, us, o3, o4, nm, ch, tc = self._row()
         u = int(uid or 10000 + us)
         date = datetime.fromtimestamp(self.epoch_s + t, tz=UTC).strftime("%a %Y-%m-%d %H:%M:%S +0000") if "{date}" in tpl else ""
-        return tpl.format(a=a + 1, b=b + 1024, c=c, h=f"{h:012x}", u=f"u{u - 10000:04d}", uid=u, ip=f"10.10.{o3}.{o4 + 1}",
-                          n=self.node, j=job, name=name or NAMES[nm], date=date)
+        return tpl.format(
+            a=a + 1,
+            b=b + 1024,
+            c=c,
+            h=f"{h:012x}",
+            u=f"u{u - 10000:04d}",
+            uid=u,
+            ip=f"10.10.{o3}.{o4 + 1}",
+            ch=ch,
+            o=o4 + 1,
+            tc=30 + tc,
+            tc2=31 + tc,
+            n=self.node,
+            j=job,
+            name=name or NAMES[nm],
+            date=date,
+        )
 
 
 @functools.lru_cache(maxsize=65536)
@@ -206,8 +221,15 @@ def _crash_boot_lines(sched: Schedule, n: int, f: _Filler, g: np.random.Generato
             user_s = f"{int(us // 60)}min {us % 60:.3f}s" if us >= 60 else f"{us:.3f}s"
             tot = x.boot_kernel + us
             tot_s = f"{int(tot // 60)}min {tot % 60:.3f}s" if tot >= 60 else f"{tot:.3f}s"
-            out.append((tu, "systemd", DAEMON, INFO,
-                        f"Startup finished in {x.boot_kernel:.3f}s (kernel) + {user_s} (userspace) = {tot_s}."))
+            out.append(
+                (
+                    tu,
+                    "systemd",
+                    DAEMON,
+                    INFO,
+                    f"Startup finished in {x.boot_kernel:.3f}s (kernel) + {user_s} (userspace) = {tot_s}.",
+                )
+            )
             for i, (app, fac, sev, msg) in enumerate(EVENT["booted"]):
                 out.append((tu + 1 + i * 0.01, app, fac, sev, f.fill(msg, tu)))
     return out
