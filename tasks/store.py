@@ -158,9 +158,17 @@ class Store:
         key = self.ingested_marker(source, sha)
         return self.read_json(key) if self.exists(key) else None
 
-    def mark_ingested(self, source: str, sha: str, run_id: str, table: str) -> None:
-        """Record that a raw object was ingested by ``run_id`` into ``table``."""
-        self.write_json({"run_id": run_id, "table": table, "sha256": sha}, self.ingested_marker(source, sha))
+    def mark_ingested(self, source: str, sha: str, run_id: str, table: str, failed_with_format: str | None = None) -> None:
+        """Record that a raw object was ingested by ``run_id`` into ``table``.
+
+        ``failed_with_format``: the file could not be (fully) parsed with this ``--format`` choice
+        (``"auto"`` or a format name); the same bytes are skipped again only with that same choice,
+        so a retry with another ``--format`` (as the error message suggests) is not a no-op.
+        """
+        marker: dict[str, Any] = {"run_id": run_id, "table": table, "sha256": sha}
+        if failed_with_format is not None:
+            marker["failed_with_format"] = failed_with_format
+        self.write_json(marker, self.ingested_marker(source, sha))
 
     # ----------------------------------------------------------------- staged / quarantine
     def staged_key(self, table: str, date: str, run_id: str) -> str:

@@ -81,8 +81,27 @@ def test_corpus_file_outcome(store, corpus_dir, name):
 )
 def test_auto_detection_refuses_unknown_files(store, corpus_dir, name, message):
     _, res = _ingest(store, [corpus_dir / name])
-    assert res.inputs[0].status == "quarantined-file" and message in res.inputs[0].message
-    assert "--format swf|sacct" in res.inputs[0].message or "empty" in message
+    msg = res.inputs[0].message
+    assert res.inputs[0].status == "quarantined-file" and message in msg
+    assert "--format swf|sacct" in msg or "empty" in message
+    assert msg.startswith(f"{corpus_dir / name}:1: ") and "\n" not in msg  # one line naming file and line
+
+
+def test_failed_file_is_retried_with_another_format_not_with_the_same(store, corpus_dir):
+    """A file that failed auto-detection is skipped when re-sent with the same choice, but the retry
+    the error message suggests (``--format ...``) really parses it."""
+    f = corpus_dir / "sacct_wrong_delimiter.log"
+    _, first = _ingest(store, [f])
+    assert first.inputs[0].status == "quarantined-file"
+    _, again = _ingest(store, [f])
+    assert again.inputs[0].status == "skipped-duplicate-file" and "pass another --format" in again.inputs[0].message
+    _, retry = _ingest(store, [f], fmt="sacct")
+    rec = retry.inputs[0]
+    assert rec.status != "skipped-duplicate-file" and rec.format == "sacct"
+    assert rec.counts.rows_in == rec.counts.staged + rec.counts.quarantined + rec.counts.duplicates
+    _, ok = _ingest(store, [corpus_dir / "swf_crlf.swf"])
+    _, ok2 = _ingest(store, [corpus_dir / "swf_crlf.swf"], fmt="swf")
+    assert ok.inputs[0].status == "ingested" and ok2.inputs[0].status == "skipped-duplicate-file"
 
 
 def test_truncated_gzip_keeps_rows_read_before_the_break(store, corpus_dir):

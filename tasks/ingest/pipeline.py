@@ -92,16 +92,16 @@ def detect_format(spec: SourceSpec, path: Path, fmt: str = "auto") -> Format:
         return by_name[fmt]
     head = read_head(path)
     if not head:
-        raise InputError(f"{path}: empty or unreadable file (0 bytes after decompression)")
+        raise InputError(f"{path}:1: empty or unreadable file (0 bytes after decompression)")
     scores = sorted(((f.sniff(head), f.name) for f in spec.formats), reverse=True)
     best, name = scores[0]
     if best < 0.5:
         raise InputError(
-            f"{path}: cannot tell the format of this {spec.name} file "
+            f"{path}:1: cannot tell the format of this {spec.name} file from its first lines "
             f"(best guess {name} at {best:.2f}); pass --format {'|'.join(by_name)}"
         )
     if len(scores) > 1 and scores[1][0] == best:
-        raise InputError(f"{path}: ambiguous format ({name} or {scores[1][1]}); pass --format")
+        raise InputError(f"{path}:1: ambiguous format ({name} or {scores[1][1]}) from its first lines; pass --format")
     return by_name[name]
 
 
@@ -551,6 +551,7 @@ class Ingestor:
         self._file_order: dict[str, int] = {}
         self._per_file: dict[str, InputRecord] = {}
         self._names: dict[str, str] = {}
+        self._requested: dict[str, str] = {}  # sha256 -> the --format choice the file was read with
         self.timings: dict[str, float] = defaultdict(float)
         self._encoded: set[str] | None = None
 
@@ -569,11 +570,16 @@ class Ingestor:
             raw = self.store.land_raw(self.spec.name, path)
         rec = InputRecord(path=str(path), sha256=raw.sha256, bytes=raw.size)
         self.result.inputs.append(rec)
-        if raw.sha256 in self._per_file or self.store.was_ingested(self.spec.name, raw.sha256):
+        prev = self.store.was_ingested(self.spec.name, raw.sha256)
+        if prev is not None and prev.get("failed_with_format", fmt) != fmt:
+            prev = None  # failed before with another --format choice: try again with this one
+        if raw.sha256 in self._per_file or prev is not None:
             rec.status = "skipped-duplicate-file"
-            prev = self.store.was_ingested(self.spec.name, raw.sha256)
             rec.message = f"same bytes already ingested by run {prev['run_id']}" if prev else "same bytes twice in this run"
+            if prev is not None and "failed_with_format" in prev:
+                rec.message += f" (the file failed with --format {fmt}; pass another --format to retry)"
             return rec
+        self._requested[raw.sha256] = fmt
         self._per_file[raw.sha256] = rec
         self._names[raw.sha256] = path.name
         self._file_order[raw.sha256] = len(self._file_order)
@@ -803,7 +809,8 @@ class Ingestor:
             rec.counts.staged = int(staged_by_file[i])
         for sha, rec in self._per_file.items():
             self.result.counts = self.result.counts.add(rec.counts)
-            self.store.mark_ingested(self.spec.name, sha, run_id, self.schema.name)
+            failed = self._requested.get(sha, "auto") if rec.status == "quarantined-file" else None
+            self.store.mark_ingested(self.spec.name, sha, run_id, self.schema.name, failed_with_format=failed)
         for rec in self.result.inputs:
             self.recorder.add_input(rec)
         self.recorder.add_counts(self.schema.name, self.result.counts)
