@@ -588,6 +588,30 @@ def load_jobs(store: Any, spec: str, system: str | None = None) -> pd.DataFrame:
     return df
 
 
+def failure_events_for_fits(df: pd.DataFrame, shadowed: Sequence[str] | None = None) -> tuple[pd.DataFrame, dict[str, int]]:
+    """Rows of staged ``failure_events`` (SaNSA DOWN episodes) that count as job-killing failures for the fits.
+
+    Unshadowed episodes always count; of the shadowed ones (``shadowed_by``, paper Sec. II-B/II-C) those
+    whose overlay is in ``shadowed`` (default :data:`schemas.states.FIT_SHADOWED_BY`: UNSCHEDULED_RESV,
+    an unscheduled outage kills the running jobs) count too, ADMIN_RESV ones (planned maintenance
+    reboots, no job is running) do not. A frame staged before ``shadowed_by`` existed has every row
+    unshadowed. Returns the kept rows and counts ``shadowed_<overlay>_kept`` / ``_excluded``.
+    """
+    from schemas.states import FIT_SHADOWED_BY
+
+    keep_overlays = set(FIT_SHADOWED_BY if shadowed is None else shadowed)
+    if "shadowed_by" not in df.columns:
+        return df, {}
+    sb = df["shadowed_by"].astype(object).where(df["shadowed_by"].notna(), None)
+    keep = np.array([v is None or v in keep_overlays for v in sb], bool)
+    counts: dict[str, int] = {}
+    for v, k in zip(sb, keep, strict=True):
+        if v is not None:
+            key = f"shadowed_{str(v).lower()}_{'kept' if k else 'excluded'}"
+            counts[key] = counts.get(key, 0) + 1
+    return df[keep], counts
+
+
 def models_from_failures(
     store: Any,
     systems: Sequence[str],
@@ -597,6 +621,7 @@ def models_from_failures(
     table: str = "failures",
     group_by: str = "system",
     window: tuple[Any, Any] | None = None,
+    shadowed: Sequence[str] | None = None,
 ) -> tuple[list[FailureModel], pd.DataFrame, dict[str, Any]]:
     """Fit exponential + Weibull per system (or per ``group_by`` value within each system) from the staged
     ``failures`` (or ``failure_events``) table, with right-censoring at the end of the observation window.
@@ -606,7 +631,9 @@ def models_from_failures(
     contains it (``None``: all; ignored for tables without a purpose column). ``window`` is the
     observation window ``(start, end)`` (timestamps or ISO strings, either may be None); without an end
     the window of each system is its first..last record (+ one minute; the sources carry no observation
-    period of their own), see :func:`tasks.failure_fits.fit_groups`.
+    period of their own), see :func:`tasks.failure_fits.fit_groups`. Of ``failure_events`` the episodes
+    shadowed by ADMIN_RESV are left out, unshadowed and UNSCHEDULED_RESV-shadowed ones fitted
+    (``shadowed``, see :func:`failure_events_for_fits`; counted as ``<system>.shadowed_*``).
 
     The machine size for eq. 3.14 is, for ``group_by="system"``, the records' ``system_nodes`` (LANL), else
     ``machine_nodes``; a system with neither is an error. For any other grouping it is the number of
@@ -620,6 +647,9 @@ def models_from_failures(
     if t is None:
         raise FileNotFoundError(f"no staged {table} in {store.url} (run `nodewatch ingest failures ...` first)")
     df = t.to_pandas()
+    shadow_counts: dict[str, int] = {}
+    if table == "failure_events":
+        df, shadow_counts = failure_events_for_fits(df, shadowed)
     if "system" not in df.columns:  # failure_events (node states) cover one machine: one group, named by the caller
         if len(systems) != 1:
             raise ValueError(f"staged {table} has no system column: give exactly one --failures NAME for the machine")
@@ -658,6 +688,8 @@ def models_from_failures(
         fits_all.append(fits)
         for k in ("rows_in", "kept", "duplicates", "outside_window", "missing_time", "out_of_order"):
             counts[f"{sys_name}.{k}"] = int(getattr(c, k))
+        for k, v in shadow_counts.items():
+            counts[f"{sys_name}.{k}"] = v
         counts[f"{sys_name}.n_censored"] = int(fits.loc[fits["dist"] == "weibull", "n_censored"].sum())
         for k in ("window_start", "window_end", "window_source"):
             counts[f"{sys_name}.{k}"] = getattr(c, k)

@@ -30,8 +30,9 @@ from tasks.store import Store
 AREA = "reports/nightly"
 """Store area: ``reports/nightly/date=YYYY-MM-DD/{report.md, evaluation.json}``."""
 
-DEFAULT_FAILURE_MODEL = FailureModel("default-mtbf5y-w0.8", mtbf_node_h=5 * 8766.0, shape=0.8,
-                                     source="default (too few observed failures to fit)")
+DEFAULT_FAILURE_MODEL = FailureModel(
+    "default-mtbf5y-w0.8", mtbf_node_h=5 * 8766.0, shape=0.8, source="default (too few observed failures to fit)"
+)
 """Used when fewer than ``min_failures`` node failures were observed (node MTBF 5 years, Weibull shape 0.8)."""
 
 
@@ -51,13 +52,25 @@ def ground_truth(truth_dir: str | Path, day: date) -> pd.DataFrame:
             continue
         df = pq.read_table(p).to_pandas()
         if len(df):
-            frames.append(pd.DataFrame({"node": df["node"].astype(str), "start": pd.to_datetime(df["start"], utc=True),
-                                        "end": pd.to_datetime(df["end"], utc=True),
-                                        "kind": ("anomaly:" if name == "anomalies" else "precursor:")
-                                        + df[kind_col].astype(str)}))
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "node": df["node"].astype(str),
+                        "start": pd.to_datetime(df["start"], utc=True),
+                        "end": pd.to_datetime(df["end"], utc=True),
+                        "kind": ("anomaly:" if name == "anomalies" else "precursor:") + df[kind_col].astype(str),
+                    }
+                )
+            )
     if not frames:
-        return pd.DataFrame({"node": pd.Series(dtype=str), "start": pd.Series(dtype="datetime64[ns, UTC]"),
-                             "end": pd.Series(dtype="datetime64[ns, UTC]"), "kind": pd.Series(dtype=str)})
+        return pd.DataFrame(
+            {
+                "node": pd.Series(dtype=str),
+                "start": pd.Series(dtype="datetime64[ns, UTC]"),
+                "end": pd.Series(dtype="datetime64[ns, UTC]"),
+                "kind": pd.Series(dtype=str),
+            }
+        )
     df = pd.concat(frames, ignore_index=True)
     return df[(df["start"] < t1) & (df["end"] > t0)].reset_index(drop=True)
 
@@ -105,13 +118,18 @@ class Evaluation:
     def as_dict(self) -> dict[str, Any]:
         """JSON-safe dict including the derived ratios."""
         d = dict(self.__dict__)
-        d.update(node_precision=self.node_precision, node_recall=self.node_recall,
-                 window_precision=self.window_precision, window_recall=self.window_recall)
+        d.update(
+            node_precision=self.node_precision,
+            node_recall=self.node_recall,
+            window_precision=self.window_precision,
+            window_recall=self.window_recall,
+        )
         return d
 
 
-def evaluate_day(summary: pd.DataFrame, alerts: pd.DataFrame, flags: pd.DataFrame, truth: pd.DataFrame,
-                 step: pd.Timedelta) -> Evaluation:
+def evaluate_day(
+    summary: pd.DataFrame, alerts: pd.DataFrame, flags: pd.DataFrame, truth: pd.DataFrame, step: pd.Timedelta
+) -> Evaluation:
     """Compare the day's flags with ground truth.
 
     ``flags``: long frame ``(node, time, is_anomalous)`` of the day (from the scores cube; -1 = not scored).
@@ -144,10 +162,16 @@ def evaluate_day(summary: pd.DataFrame, alerts: pd.DataFrame, flags: pd.DataFram
         pos_win[np.flatnonzero(sel)] = hit
     fl = f["is_anomalous"].to_numpy() == 1
     return Evaluation(
-        nodes_scored=len(scored_nodes), nodes_positive=len(pos_nodes), nodes_flagged=len(flagged),
-        nodes_true_positive=len(tp), windows_scored=int(len(f)), windows_positive=int(pos_win.sum()),
-        windows_flagged=int(fl.sum()), windows_true_positive=int((fl & pos_win).sum()),
-        missed_nodes=sorted(pos_nodes - flagged), false_alarm_nodes=sorted(flagged - pos_nodes),
+        nodes_scored=len(scored_nodes),
+        nodes_positive=len(pos_nodes),
+        nodes_flagged=len(flagged),
+        nodes_true_positive=len(tp),
+        windows_scored=int(len(f)),
+        windows_positive=int(pos_win.sum()),
+        windows_flagged=int(fl.sum()),
+        windows_true_positive=int((fl & pos_win).sum()),
+        missed_nodes=sorted(pos_nodes - flagged),
+        false_alarm_nodes=sorted(flagged - pos_nodes),
         recall_by_kind={k: v[1] / v[0] for k, v in sorted(kind_hits.items())},
     )
 
@@ -178,23 +202,38 @@ def failure_model_for_tables(store: Store, n_nodes: int, min_failures: int = 10)
     first .. last + one minute (:func:`tasks.failure_fits.observation_window`, as the checkpoint tables
     use by default), so the gap after the last failure is one right-censored observation. With fewer
     than ``min_failures`` events the default model is used and the reason is returned.
+
+    Events shadowed by an ADMIN_RESV overlay (planned maintenance reboots) are left out, unshadowed
+    and UNSCHEDULED_RESV-shadowed ones (the outage kills running jobs) fitted
+    (:func:`tasks.checkpoint_tables.failure_events_for_fits`; tables staged before ``shadowed_by``
+    existed count as unshadowed). ``failure_events`` in the info is the number of events fitted.
     """
+    from tasks.checkpoint_tables import failure_events_for_fits
     from tasks.failure_fits import failure_model_from_fit, failures_frame, fit_groups, observation_window
 
-    t = store.read_staged("failure_events", columns=["node", "start"])
-    n = 0 if t is None else t.num_rows
+    t = store.read_staged("failure_events")
+    df, shadow = (pd.DataFrame({"node": [], "start": []}), {}) if t is None else failure_events_for_fits(t.to_pandas())
+    n = len(df)
     if n < min_failures or n_nodes < 1:
-        return DEFAULT_FAILURE_MODEL, {"failure_events": n, "fit": None,
-                                       "reason": f"{n} failure events < {min_failures}: default model"}
-    df = t.to_pandas().assign(system="cluster")
+        return DEFAULT_FAILURE_MODEL, {
+            "failure_events": n,
+            "fit": None,
+            **shadow,
+            "reason": f"{n} failure events < {min_failures}: default model",
+        }
+    df = df[["node", "start"]].assign(system="cluster")
     fr = failures_frame(df, group_by="system")
     fits, _, counts = fit_groups(fr, window=observation_window(fr), min_failures=min_failures)
     if fits.empty:
-        return DEFAULT_FAILURE_MODEL, {"failure_events": n, "fit": None, "reason": "fit failed: default model"}
+        return DEFAULT_FAILURE_MODEL, {"failure_events": n, "fit": None, **shadow, "reason": "fit failed: default model"}
     best = fits[fits["best_aic"]].iloc[0] if "best_aic" in fits.columns and fits["best_aic"].any() else fits.iloc[0]
     fm = failure_model_from_fit(best, n_nodes, name=f"observed-{best['dist']}")
-    return fm, {"failure_events": n, "fit": {k: (v.item() if hasattr(v, "item") else v) for k, v in best.items()},
-                "reason": "fitted"}
+    return fm, {
+        "failure_events": n,
+        "fit": {k: (v.item() if hasattr(v, "item") else v) for k, v in best.items()},
+        **shadow,
+        "reason": "fitted",
+    }
 
 
 # ----------------------------------------------------------------------------- rendering
@@ -202,53 +241,76 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3f}"
 
 
-def report_markdown(day: date, steps: dict[str, Any], score: dict[str, Any], alerts: pd.DataFrame,
-                    evaluation: Evaluation | None, checkpoint_rows: list[dict[str, Any]] | None = None,
-                    limit: int = 25) -> str:
+def report_markdown(
+    day: date,
+    steps: dict[str, Any],
+    score: dict[str, Any],
+    alerts: pd.DataFrame,
+    evaluation: Evaluation | None,
+    checkpoint_rows: list[dict[str, Any]] | None = None,
+    limit: int = 25,
+) -> str:
     """The nightly report as markdown (steps, scoring counts, alerts, evaluation, checkpoint excerpt)."""
     lines = [f"# nodewatch nightly report — {day.isoformat()}", ""]
     lines += ["## Steps", "", "| step | status | details |", "|---|---|---|"]
     for name, s in steps.items():
         lines.append(f"| {name} | {s.get('status', '')} | {s.get('details', '')} |")
-    lines += ["", "## Scoring", "",
-              f"- model: `{score.get('model_kind')}` run `{score.get('model_run')}`",
-              f"- nodes: {score.get('nodes')}, scored: {score.get('scored')}, flagged: {score.get('flagged')}",
-              f"- nodes without a model ({len(score.get('no_model', []))}): "
-              f"{', '.join(score.get('no_model', [])[:30]) or 'none'}",
-              f"- nodes without telemetry ({len(score.get('no_data', []))}): "
-              f"{', '.join(score.get('no_data', [])[:30]) or 'none'}",
-              f"- failed batches: {score.get('failed_batches') or 'none'}"
-              + (f" (nodes {', '.join(score['failed_nodes'][:50])})" if score.get("failed_nodes") else ""),
-              f"- heat map: {score.get('heatmap')}", ""]
+    lines += [
+        "",
+        "## Scoring",
+        "",
+        f"- model: `{score.get('model_kind')}` run `{score.get('model_run')}`",
+        f"- nodes: {score.get('nodes')}, scored: {score.get('scored')}, flagged: {score.get('flagged')}",
+        f"- nodes without a model ({len(score.get('no_model', []))}): {', '.join(score.get('no_model', [])[:30]) or 'none'}",
+        f"- nodes without telemetry ({len(score.get('no_data', []))}): {', '.join(score.get('no_data', [])[:30]) or 'none'}",
+        f"- failed batches: {score.get('failed_batches') or 'none'}"
+        + (f" (nodes {', '.join(score['failed_nodes'][:50])})" if score.get("failed_nodes") else ""),
+        f"- heat map: {score.get('heatmap')}",
+        "",
+    ]
     lines += ["## Alerts", ""]
     if len(alerts):
         lines += ["| node | first (UTC) | peak score | anomalous windows | top metrics |", "|---|---|---|---|---|"]
         for r in alerts.head(limit).itertuples():
-            lines.append(f"| {r.node} | {pd.Timestamp(r.first_time):%H:%M} | {r.peak_score:.3f} | {r.anomalous_windows} | "
-                         f"{', '.join(r.top_metrics)} |")
+            lines.append(
+                f"| {r.node} | {pd.Timestamp(r.first_time):%H:%M} | {r.peak_score:.3f} | {r.anomalous_windows} | "
+                f"{', '.join(r.top_metrics)} |"
+            )
         if len(alerts) > limit:
             lines.append(f"\n{len(alerts) - limit} more in {score.get('alerts')}")
     else:
         lines.append("No node flagged.")
     if evaluation is not None:
         e = evaluation
-        lines += ["", "## Against ground truth (simulator)", "",
-                  "| level | scored | positive | flagged | true positive | precision | recall |", "|---|---|---|---|---|---|---|",
-                  f"| node | {e.nodes_scored} | {e.nodes_positive} | {e.nodes_flagged} | {e.nodes_true_positive} | "
-                  f"{_fmt(e.node_precision)} | {_fmt(e.node_recall)} |",
-                  f"| window | {e.windows_scored} | {e.windows_positive} | {e.windows_flagged} | {e.windows_true_positive} | "
-                  f"{_fmt(e.window_precision)} | {_fmt(e.window_recall)} |", ""]
+        lines += [
+            "",
+            "## Against ground truth (simulator)",
+            "",
+            "| level | scored | positive | flagged | true positive | precision | recall |",
+            "|---|---|---|---|---|---|---|",
+            f"| node | {e.nodes_scored} | {e.nodes_positive} | {e.nodes_flagged} | {e.nodes_true_positive} | "
+            f"{_fmt(e.node_precision)} | {_fmt(e.node_recall)} |",
+            f"| window | {e.windows_scored} | {e.windows_positive} | {e.windows_flagged} | {e.windows_true_positive} | "
+            f"{_fmt(e.window_precision)} | {_fmt(e.window_recall)} |",
+            "",
+        ]
         if e.recall_by_kind:
             lines.append("Node recall by ground-truth kind: " + ", ".join(f"{k} {v:.2f}" for k, v in e.recall_by_kind.items()))
         if e.missed_nodes:
             lines.append(f"\nMissed nodes: {', '.join(e.missed_nodes[:30])}")
     if checkpoint_rows:
-        lines += ["", "## Checkpoint tables (refreshed)", "",
-                  "| failure model | ckpt cost | shapes | mean saving vs Daly % | mean saving vs Young % |",
-                  "|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Checkpoint tables (refreshed)",
+            "",
+            "| failure model | ckpt cost | shapes | mean saving vs Daly % | mean saving vs Young % |",
+            "|---|---|---|---|---|",
+        ]
         for r in checkpoint_rows[:12]:
-            lines.append(f"| {r['failure_model']} | {r['ckpt_cost']} | {r['checkpointable_shapes']} | "
-                         f"{r['mean_saving_vs_daly_pct']} | {r['mean_saving_vs_young_pct']} |")
+            lines.append(
+                f"| {r['failure_model']} | {r['ckpt_cost']} | {r['checkpointable_shapes']} | "
+                f"{r['mean_saving_vs_daly_pct']} | {r['mean_saving_vs_young_pct']} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -257,6 +319,7 @@ def write_report(store: Store, day: date, markdown: str, evaluation: Evaluation 
     base = (AREA, f"date={day.isoformat()}")
     out = {"report": store.write_bytes(markdown.encode(), *base, "report.md")}
     if evaluation is not None:
-        out["evaluation"] = store.write_bytes(json.dumps(evaluation.as_dict(), indent=2, sort_keys=True).encode(),
-                                              *base, "evaluation.json")
+        out["evaluation"] = store.write_bytes(
+            json.dumps(evaluation.as_dict(), indent=2, sort_keys=True).encode(), *base, "evaluation.json"
+        )
     return out

@@ -338,7 +338,7 @@ class StateBuild:
     timeline without overlays over all evidence read (``[ext_start, ext_end)``: from the earliest
     evidence, carried losses included, to the end of the look-ahead), from which failure episodes get
     their real start and end; ``losses`` / ``boots`` are the unclipped loss and boot tables behind it;
-    ``overlays`` the (node, start, end) of the ADMIN_RESV / UNSCHEDULED_RESV reservations.
+    ``overlays`` the (node, start, end, state code) of the ADMIN_RESV / UNSCHEDULED_RESV reservations.
     """
 
     nodes: list[str]
@@ -355,7 +355,7 @@ class StateBuild:
     losses: Losses | None = None
     boots: Boots | None = None
     last_seen: np.ndarray | None = None
-    overlays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    overlays: tuple[np.ndarray, ...] | None = None
 
 
 def seed_events(events: Events, carry: Carry, read_start: int) -> tuple[Events, int]:
@@ -430,7 +430,7 @@ def derive_from_tables(
     if n_seeds:
         counts["losses_carried_in"] = n_seeds
     ov = np.isin(rst, [int(State.ADMIN_RESV), int(State.UNSCHEDULED_RESV)])
-    overlays = (rn[ov].astype(np.int64), rs[ov].astype(np.int64), re_[ov].astype(np.int64))
+    overlays = (rn[ov].astype(np.int64), rs[ov].astype(np.int64), re_[ov].astype(np.int64), rst[ov].astype(np.int64))
     return StateBuild(
         nodes, t_start, t_end, tl, tl0, jlab, rlab, counts, tle, ext_start, read_end, losses, boots, last_seen, overlays
     )
@@ -539,12 +539,14 @@ def failure_episodes(b: StateBuild) -> dict[str, np.ndarray]:
 
     The timeline is the one without overlays, so an overlay never cuts an episode; an episode that
     *begins* inside an ADMIN_RESV / UNSCHEDULED_RESV overlay of its node is shadowed (paper Sec. II-C:
-    events during administrative windows are not counted) and flagged in ``shadowed``.
+    events during administrative windows are not counted in its statistics, but stay available "under
+    the shadowed overlay") and flagged in ``shadowed``; ``shadowed_by`` is the overlay's state code (0:
+    none; inside both, UNSCHEDULED_RESV, the higher priority).
 
     Returns arrays ``node``, ``start``, ``end`` (real, not clipped to the window or an overlay),
     ``open`` (unresolved at the end of the data read; ``end`` is then the window end),
-    ``cause_silent``, ``loss`` (index of the loss behind the first DOWN interval, -1 if none) and
-    ``shadowed``.
+    ``cause_silent``, ``loss`` (index of the loss behind the first DOWN interval, -1 if none),
+    ``shadowed`` and ``shadowed_by``.
     """
     tl = b.episodes_timeline if b.episodes_timeline is not None else b.timeline
     ext_end = b.ext_end if b.episodes_timeline is not None else b.t_end
@@ -581,11 +583,16 @@ def failure_episodes(b: StateBuild) -> dict[str, np.ndarray]:
             lo, hi = np.searchsorted(ln, nd, "left"), np.searchsorted(ln, nd, "right")
             j = lo + int(np.searchsorted(lst[lo:hi], t, "right")) - 1
             loss[i] = j if j >= lo else -1
-    shadowed = np.zeros(node.size, bool)
+    shadowed_by = np.zeros(node.size, np.int64)
     if b.overlays is not None and b.overlays[0].size:
-        on, os_, oe = b.overlays
+        on, os_, oe = b.overlays[:3]
+        ost = b.overlays[3] if len(b.overlays) > 3 else np.full(on.size, int(State.ADMIN_RESV), np.int64)
         for i, (nd, t) in enumerate(zip(node.tolist(), start.tolist(), strict=True)):
-            shadowed[i] = bool(((on == nd) & (os_ <= t) & (oe > t)).any())
+            inside = (on == nd) & (os_ <= t) & (oe > t)
+            if inside.any():
+                # UNSCHEDULED_RESV (8) outranks ADMIN_RESV (6): the overlay in effect at the start
+                shadowed_by[i] = int(ost[inside].max())
+    shadowed = shadowed_by > 0
     return {
         "node": node,
         "start": start,
@@ -594,28 +601,36 @@ def failure_episodes(b: StateBuild) -> dict[str, np.ndarray]:
         "cause_silent": tl.source[fd] == Source.LOSS_SILENT,
         "loss": loss,
         "shadowed": shadowed,
+        "shadowed_by": shadowed_by,
     }
 
 
 def failure_events_table(b: StateBuild, racks: dict[str, str] | None = None) -> pa.Table:
     """Failure events of the build: episodes starting in the window or still in effect at its start.
 
-    Paper Sec. II-C: a DOWN episode (DOWN and the BOOTING that ends it), not listed if it begins inside
-    an ADMIN_RESV / UNSCHEDULED_RESV overlay. Start and end are the episode's own (not cut at window
-    edges or overlays); an episode unresolved in the data read ends at the window end. Rows starting
-    before the window update earlier partitions.
+    Paper Sec. II-C: a DOWN episode (DOWN and the BOOTING that ends it). Every episode is listed; one
+    that begins inside an ADMIN_RESV / UNSCHEDULED_RESV overlay of its node is shadowed and names the
+    overlay in ``shadowed_by`` (kept "under the shadowed overlay"; consumers choose: Table III leaves
+    them out, correlated rack failures and the failure fits keep UNSCHEDULED_RESV ones). Start and end
+    are the episode's own (not cut at window edges or overlays); an episode unresolved in the data read
+    ends at the window end. Rows starting before the window update earlier partitions.
     """
     ep = failure_episodes(b)
     keep = (ep["start"] < b.t_end) & ((ep["start"] >= b.t_start) | (ep["end"] > b.t_start))
-    n_shadowed = int((keep & ep["shadowed"] & (ep["start"] >= b.t_start)).sum())
+    in_window = keep & (ep["start"] >= b.t_start)
+    n_shadowed = int((in_window & ep["shadowed"]).sum())
     if n_shadowed:
         b.counts["failure_episodes_shadowed_by_overlay"] = n_shadowed
-    keep &= ~ep["shadowed"]
+        for st in (State.ADMIN_RESV, State.UNSCHEDULED_RESV):
+            k = int((in_window & (ep["shadowed_by"] == int(st))).sum())
+            if k:
+                b.counts[f"failure_episodes_shadowed_by_{st.name.lower()}"] = k
     idx = np.nonzero(keep)[0]
     node_names = [b.nodes[i] for i in ep["node"][idx]]
     cause = ["loss+silent" if c else "loss+boot" for c in ep["cause_silent"][idx]]
     evid = [episode_evidence(b, int(ep["loss"][i]), b.t_end if ep["open"][i] else None) for i in idx]
     rack = [racks.get(n) if racks else None for n in node_names]
+    shadow = [STATE_NAMES[c - 1] if c > 0 else None for c in ep["shadowed_by"][idx].tolist()]
     return pa.table(
         {
             "node": pa.array(node_names, pa.string()),
@@ -624,6 +639,7 @@ def failure_events_table(b: StateBuild, racks: dict[str, str] | None = None) -> 
             "cause": pa.array(cause, pa.string()),
             "evidence": pa.array(evid, pa.string()),
             "rack": pa.array(rack, pa.string()),
+            "shadowed_by": pa.array(shadow, pa.string()),
         },
         schema=FAILURE_EVENTS.arrow_schema(),
     )
@@ -789,6 +805,16 @@ def write_cube(store, grid: np.ndarray, nodes: list[str], t_start: int, rebuild:
     return url
 
 
+def conform_failure_events(t: pa.Table) -> pa.Table:
+    """``t`` in the current ``failure_events`` schema: a partition staged before ``shadowed_by`` existed gets it as null.
+
+    Extra columns (``source_offset`` ...) are dropped, the rest cast to the schema's types.
+    """
+    schema = FAILURE_EVENTS.arrow_schema()
+    cols = [t[f.name] if f.name in t.column_names else pa.nulls(t.num_rows, f.type) for f in schema]
+    return pa.Table.from_arrays([c.cast(f.type) for c, f in zip(cols, schema, strict=True)], schema=schema)
+
+
 def write_failure_events(store, fe: pa.Table, days: list[str], run_id: str, t_start: int) -> tuple[int, int]:  # noqa: ANN001
     """Publish failure events: window partitions are replaced; episodes that began earlier update their own partition.
 
@@ -812,7 +838,7 @@ def write_failure_events(store, fe: pa.Table, days: list[str], run_id: str, t_st
                 drop = np.zeros(old.num_rows, bool)
                 for nd, a, z in zip(n_node, n_s, n_e, strict=True):
                     drop |= (np.array(o_node, object) == nd) & (o_s <= z) & (o_e >= a)
-                new = pa.concat_tables([old.filter(pa.array(~drop)).cast(FAILURE_EVENTS.arrow_schema()), new])
+                new = pa.concat_tables([conform_failure_events(old.filter(pa.array(~drop))), new])
             new = new.sort_by([("start", "ascending"), ("node", "ascending")])
             _replace_partition(store, FAILURE_EVENTS.name, day, run_id, new)
             updated += early.filter(pc.equal(d, day)).num_rows

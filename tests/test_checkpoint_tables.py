@@ -251,3 +251,82 @@ def test_fit_from_failure_events(store) -> None:
         models_from_failures(store, ["a", "b"], 64, table="failure_events")
     with pytest.raises(ValueError, match="--machine-nodes"):
         models_from_failures(store, ["cluster"], None, table="failure_events")
+
+
+def _shadowed_failure_events(store) -> tuple[int, int, int]:
+    """Stage failure_events with shadowed_by (new partitions) and one partition staged before the column existed.
+
+    Returns (unshadowed incl. the old partition, UNSCHEDULED_RESV-shadowed, ADMIN_RESV-shadowed) row counts.
+    """
+    import pyarrow as pa
+
+    rng = np.random.default_rng(3)
+    t0 = pd.Timestamp("2024-03-01", tz="UTC")
+    start = t0 + pd.to_timedelta(np.cumsum(5.0 * rng.weibull(0.9, 100)), unit="h")
+    shadow = np.where(np.arange(100) % 4 == 0, "UNSCHEDULED_RESV", None)
+    # a maintenance window: 40 reboots within an hour, shadowed by ADMIN_RESV (no job runs, not a failure to fit)
+    maint = start[50] + pd.Timedelta(minutes=30) + pd.to_timedelta(np.arange(40), unit="min")
+
+    def frame(s, sb):  # noqa: ANN001, ANN202
+        n = len(s)
+        return pd.DataFrame(
+            {
+                "node": [f"c{i % 30}" for i in range(n)],
+                "start": s,
+                "end": s + pd.Timedelta(minutes=20),
+                "cause": "loss+boot",
+                "evidence": "x",
+                "rack": None,
+                "shadowed_by": pd.Series(sb, dtype=object),
+            }
+        )
+
+    new = pd.concat([frame(start, shadow), frame(maint, ["ADMIN_RESV"] * 40)], ignore_index=True)
+    store.write_parquet(
+        pa.Table.from_pandas(new, preserve_index=False), "staged", "failure_events", "date=2024-03-01", "part-r2.parquet"
+    )
+    old_start = start[-1] + pd.to_timedelta(np.cumsum(5.0 * rng.weibull(0.9, 20)), unit="h")
+    old = frame(old_start, [None] * 20).drop(columns=["shadowed_by"])
+    store.write_parquet(
+        pa.Table.from_pandas(old, preserve_index=False), "staged", "failure_events", "date=2024-03-28", "part-r1.parquet"
+    )
+    n_unsched = int((shadow == "UNSCHEDULED_RESV").sum())
+    return 100 - n_unsched + 20, n_unsched, 40
+
+
+def test_fits_from_failure_events_leave_admin_shadowed_out(store) -> None:
+    """models_from_failures(failure_events): unshadowed + UNSCHEDULED_RESV-shadowed fitted, ADMIN_RESV left out;
+    a partition staged before shadowed_by counts as unshadowed."""
+    from tasks.checkpoint_tables import failure_events_for_fits, models_from_failures
+
+    n_plain, n_unsched, n_admin = _shadowed_failure_events(store)
+    models, fits, counts = models_from_failures(store, ["cluster"], 64, table="failure_events")
+    assert counts["cluster.kept"] == n_plain + n_unsched
+    assert counts["cluster.shadowed_unscheduled_resv_kept"] == n_unsched
+    assert counts["cluster.shadowed_admin_resv_excluded"] == n_admin
+    assert fits.n_failures.eq(n_plain + n_unsched - 1).all()
+    # asking for every overlay keeps the maintenance burst too (and shortens the fitted MTBF)
+    _, fits_all, c_all = models_from_failures(
+        store, ["cluster"], 64, table="failure_events", shadowed=("ADMIN_RESV", "UNSCHEDULED_RESV")
+    )
+    assert c_all["cluster.kept"] == n_plain + n_unsched + n_admin
+    assert fits_all.mtbf_h.iloc[0] < fits.mtbf_h.iloc[0]
+    # only unshadowed
+    df = store.read_staged("failure_events").to_pandas()
+    only, c = failure_events_for_fits(df, shadowed=())
+    assert len(only) == n_plain and c["shadowed_unscheduled_resv_excluded"] == n_unsched
+    # a frame without the column passes unchanged
+    assert len(failure_events_for_fits(df.drop(columns=["shadowed_by"]))[0]) == len(df)
+
+
+def test_nightly_failure_model_leaves_admin_shadowed_out(tmp_path) -> None:
+    """tasks.report.failure_model_for_tables fits the same rows as models_from_failures (ADMIN_RESV left out)."""
+    from tasks.report import failure_model_for_tables
+    from tasks.store import Store
+
+    st = Store(str(tmp_path / "s"))
+    n_plain, n_unsched, n_admin = _shadowed_failure_events(st)
+    fm, info = failure_model_for_tables(st, 64)
+    assert info["reason"] == "fitted" and info["failure_events"] == n_plain + n_unsched
+    assert info["shadowed_admin_resv_excluded"] == n_admin and info["shadowed_unscheduled_resv_kept"] == n_unsched
+    assert info["fit"]["n_failures"] == n_plain + n_unsched - 1

@@ -117,3 +117,37 @@ def test_correlated_failures_racks():
         min_nodes=3,
     )
     assert len(ev2) == 1 and ev2[0].nodes.tolist() == [3, 9, 40] and ev2[0].groups == {0: 2, 1: 1}
+
+
+def test_correlated_failures_report_keeps_unscheduled_leaves_admin_shadowed_out():
+    """The correlated-rack-failures report counts episodes shadowed by UNSCHEDULED_RESV (an unscheduled rack outage),
+    not those shadowed by ADMIN_RESV (maintenance reboots); failure_events staged without shadowed_by count."""
+    import pandas as pd
+
+    from tasks.state_report import build_report, correlated_failure_events
+
+    day = 86400 * 10**9
+    t0 = pd.Timestamp("2026-01-01", tz="UTC").value
+    nodes = [f"cn{i:02d}" for i in range(8)]
+    ns = pd.DataFrame(
+        [{"node": n, "start": t0, "end": t0 + day, "state_code": 4, "overlay": ov} for n in nodes for ov in (True, False)]
+    )
+    racks = {n: ("r1" if i < 4 else "r2") for i, n in enumerate(nodes)}
+    h = 3600 * 10**9
+    fe = pd.DataFrame(
+        {
+            "node": nodes,
+            "start": [t0 + h + i * 10**9 for i in range(4)] + [t0 + 5 * h + i * 10**9 for i in range(4)],
+            "end": [t0 + 2 * h] * 4 + [t0 + 6 * h] * 4,
+            "cause": "loss+boot",
+            "shadowed_by": ["UNSCHEDULED_RESV", "UNSCHEDULED_RESV", None, "UNSCHEDULED_RESV"] + ["ADMIN_RESV"] * 4,
+        }
+    )
+    assert list(correlated_failure_events(fe).node) == nodes[:4]
+    assert len(correlated_failure_events(fe.drop(columns=["shadowed_by"]))) == 8
+    items = {it.name: it for it in build_report(ns, fe, racks)}
+    cf = items["correlated_failures"].table
+    assert len(cf) == 1 and cf.nodes[0] == 4 and cf.racks[0] == "r1 4/4"
+    # the same table staged before shadowed_by existed: both bursts are reported
+    cf_old = {it.name: it for it in build_report(ns, fe.drop(columns=["shadowed_by"]), racks)}["correlated_failures"].table
+    assert len(cf_old) == 2

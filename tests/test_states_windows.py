@@ -202,6 +202,63 @@ def test_overlay_does_not_cut_or_invent_failure_events():
     t0, t1 = pd.Timestamp("2026-01-01", tz="UTC").value, pd.Timestamp("2026-01-02", tz="UTC").value
     b = derive_from_tables(syslog, None, resv, NODES, t0, t1)
     fe = failure_events_table(b).to_pandas()
-    assert list(fe.node) == ["cn01"]
+    # every episode is published; the one beginning inside the overlay names it (kept "under the shadowed overlay")
+    assert list(fe.node) == ["cn01", "cn02"]
     assert fe.start[0] == pd.Timestamp("2026-01-01T06:00Z") and fe.end[0] == pd.Timestamp("2026-01-01T14:00Z")
+    assert pd.isna(fe.shadowed_by[0]) and fe.shadowed_by[1] == "UNSCHEDULED_RESV"
+    assert fe.start[1] == pd.Timestamp("2026-01-01T09:00Z") and fe.end[1] == pd.Timestamp("2026-01-01T13:00Z")
     assert b.counts["failure_episodes_shadowed_by_overlay"] == 1
+    assert b.counts["failure_episodes_shadowed_by_unscheduled_resv"] == 1
+
+
+def test_shadowed_by_names_the_overlay_in_effect():
+    """ADMIN_RESV shadows a failure beginning inside it; inside both overlays UNSCHEDULED_RESV (higher priority) wins."""
+    from states_helpers import resv_table
+
+    from tasks.states import derive_from_tables, failure_events_table
+
+    syslog = syslog_table(
+        [
+            _nr("2026-01-01T09:00Z", "cn01"),  # inside the maintenance window only
+            _sf("2026-01-01T09:30Z", "cn01"),
+            _nr("2026-01-01T11:00Z", "cn02"),  # inside maintenance and the emergency window
+            _sf("2026-01-01T11:30Z", "cn02"),
+            _nr("2026-01-01T15:00Z", "cn03"),  # outside both
+            _sf("2026-01-01T15:30Z", "cn03"),
+        ]
+    )
+    resv = resv_table(
+        [
+            ("root_maint", "2026-01-01T08:00Z", "2026-01-01T12:00Z", ["cn01", "cn02", "cn03"], "MAINT"),
+            ("emergency_r1", "2026-01-01T10:30Z", "2026-01-01T13:00Z", ["cn02"], ""),
+        ]
+    )
+    t0, t1 = pd.Timestamp("2026-01-01", tz="UTC").value, pd.Timestamp("2026-01-02", tz="UTC").value
+    b = derive_from_tables(syslog, None, resv, NODES, t0, t1)
+    fe = failure_events_table(b).to_pandas()
+    assert list(fe.node) == ["cn01", "cn02", "cn03"]
+    assert list(fe.shadowed_by.fillna("-")) == ["ADMIN_RESV", "UNSCHEDULED_RESV", "-"]
+    assert b.counts["failure_episodes_shadowed_by_overlay"] == 2
+    assert b.counts["failure_episodes_shadowed_by_admin_resv"] == 1
+    assert b.counts["failure_episodes_shadowed_by_unscheduled_resv"] == 1
+
+
+def test_update_of_partition_staged_before_shadowed_by(tmp_path):
+    """An open episode whose partition was written before ``shadowed_by`` existed is updated; other rows read null."""
+    store = Store(str(tmp_path / "s"))
+    _topology(store)
+    _stage_syslog(
+        store, [_nr("2026-01-01T02:00Z", "cn02"), _sf("2026-01-01T02:30Z", "cn02"), _nr("2026-01-01T10:00Z", "cn01"), *_alive(4)]
+    )
+    build_states(store, D1, D1 + timedelta(days=1), run_id="a")
+    # rewrite the day-1 partition as an older build would have staged it (no shadowed_by column)
+    (old_file,) = store.staged_files("failure_events", ["2026-01-01"])
+    old = store.read_staged("failure_events", ["2026-01-01"])
+    store.fs.rm(old_file)
+    store.write_parquet(old.drop_columns(["shadowed_by"]), store.staged_key("failure_events", "2026-01-01", "a"))
+    _stage_syslog(store, [_sf("2026-01-02T06:00Z", "cn01"), _ok("2026-01-02T06:00:10Z", "cn01")])
+    out = build_states(store, D1 + timedelta(days=1), D1 + timedelta(days=2), run_id="b")
+    assert out["failure_events_updated"] == 1
+    fe = store.read_staged("failure_events", ["2026-01-01"]).to_pandas().sort_values("node").reset_index(drop=True)
+    assert list(fe.node) == ["cn01", "cn02"] and fe.shadowed_by.isna().all()
+    assert fe.end[0] == pd.Timestamp("2026-01-02T06:00Z")
