@@ -10,17 +10,12 @@ the simulator's failure table one to one, shadowed or not (``shadowed_by`` names
 begins inside; rack-event failures mostly begin inside the emergency UNSCHEDULED_RESV).
 
 Syslog is ingested with the known-node check and the setting ``service_hosts=["slurmctl01"]`` (as
-the demo does): the controller logs slurmctld's "not responding" lines. One adapter, reported to the
-owners of that module:
-* the simulator writes reservations with ``scontrol``-style headers and a non-Slurm ``UNSCHEDULED``
-  flag which the reservations parser/validation reject; we rewrite the header and drop that flag
-  (the ``emergency_*`` name still marks the reservation UNSCHEDULED_RESV).
+the demo does): the controller logs slurmctld's "not responding" lines. Every file, reservations
+included (``scontrol`` field names, the site flag ``UNSCHEDULED``), is ingested as the simulator wrote it.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 from collections import Counter
 from datetime import timedelta
 
@@ -50,31 +45,14 @@ EVAL_DAYS = 2
 SERVICE_HOSTS = ["slurmctl01"]  # the Slurm controller of the simulated cluster (flows/demo.py: DEMO_SERVICE_HOSTS)
 
 
-def _ingest(store, source, paths, tmp_path):
+def _ingest(store, source, paths):
     from tasks.ingest.run import new_ingestor
     from tasks.runs import RunRecorder
 
     rec = RunRecorder(store, "ingest", {"source": source})
     ing = new_ingestor(store, source, rec, service_hosts=SERVICE_HOSTS)
     for p in paths:
-        if source == "reservations":
-            with open(p, newline="") as f:
-                rows = list(csv.DictReader(f))
-            if not rows or "ReservationName" not in rows[0]:  # already in the parser's format
-                ing.add_file(p)
-                continue
-            buf = io.StringIO()
-            w = csv.writer(buf)
-            w.writerow(["name", "start", "end", "nodes", "flags", "users"])
-            for r in rows:
-                flags = ",".join(f for f in r["Flags"].split(",") if f != "UNSCHEDULED")
-                w.writerow([r["ReservationName"], r["StartTime"], r["EndTime"], r["Nodes"], flags, r["Users"]])
-            q = tmp_path / "resv" / p.parent.name
-            q.mkdir(parents=True, exist_ok=True)
-            (q / "reservations.csv").write_text(buf.getvalue())
-            ing.add_file(q / "reservations.csv", fmt="reservations-csv")
-        else:
-            ing.add_file(p)
+        ing.add_file(p)
     ing.finish(data_docs=False)
     rec.finish()
     return rec.manifest.counts.get(ing.schema.name)
@@ -96,7 +74,7 @@ def test_states_match_simulator_ground_truth(store, tmp_path):
         ("jobs", "jobs/sacct/*/*.txt"),
         ("syslog", "syslog/*/*.log"),
     ):
-        counts = _ingest(store, source, sorted(out.glob(pattern)), tmp_path)
+        counts = _ingest(store, source, sorted(out.glob(pattern)))
         assert counts is not None and counts.staged > 0 and counts.quarantined == 0, (source, counts)
     res = build_states(store, cfg.start, cfg.start + timedelta(days=EVAL_DAYS), run_id="sim-check")
     b = res["build"]
