@@ -231,6 +231,18 @@ def compute_table(
 
 
 # --------------------------------------------------------------------------- outputs
+
+SAVING_COLUMNS = (
+    "saving_vs_daly_pct",
+    "saving_vs_young_pct",
+    "saving_vs_daly_node_hours",
+    "saving_vs_young_node_hours",
+    "saving_vs_daly_node_hours_weighted",
+    "saving_vs_young_node_hours_weighted",
+)
+"""Saving columns of the flat table: aware vs Daly / Young in %, node-hours per job and weighted by job count."""
+
+
 def table_frame(ds: xr.Dataset) -> pd.DataFrame:
     """Long table: one row per shape x ckpt cost x failure model, one column per method value."""
     base = ds[
@@ -240,12 +252,7 @@ def table_frame(ds: xr.Dataset) -> pd.DataFrame:
             "p_fail",
             "never_checkpoint",
             "checkpointable",
-            "saving_vs_daly_pct",
-            "saving_vs_young_pct",
-            "saving_vs_daly_node_hours",
-            "saving_vs_young_node_hours",
-            "saving_vs_daly_node_hours_weighted",
-            "saving_vs_young_node_hours_weighted",
+            *SAVING_COLUMNS,
         ]
     ]
     df = base.to_dataframe().reset_index()
@@ -280,14 +287,7 @@ def table_frame(ds: xr.Dataset) -> pd.DataFrame:
         "never_checkpoint",
     ]
     keep += [f"{p}_{m}_h" for p in ("interval", "cost", "makespan") for m in METHODS]
-    keep += [
-        "saving_vs_daly_pct",
-        "saving_vs_young_pct",
-        "saving_vs_daly_node_hours",
-        "saving_vs_young_node_hours",
-        "saving_vs_daly_node_hours_weighted",
-        "saving_vs_young_node_hours_weighted",
-    ]
+    keep += list(SAVING_COLUMNS)
     return df[keep].sort_values(["failure_model", "ckpt_cost", "shape"], kind="stable").reset_index(drop=True)
 
 
