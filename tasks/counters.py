@@ -18,10 +18,17 @@ under ``<name>_rate``. For consecutive samples ``(t0, v0)``, ``(t1, v1)`` of one
 
 Where it happens: in the parsers (``tasks/ingest/telemetry.py``), not in the generic pipeline,
 because a rate needs the previous sample of the series, which the parser sees in order. State is
-carried across the batches of one file (:class:`CounterState`), not across files, so the first
-sample of each series in each file has no rate and is rejected with a reason (never dropped
-silently). Rows whose rate is NaN are handed back to the caller with their status so it can
-reject them with :func:`status_reason`.
+carried across the batches of one file (:class:`CounterState`) and, through the store, across
+files and runs (:class:`CounterCarry`): the ingest pipeline seeds each file with the last sample of
+every series staged by *earlier runs* (``state/counters/<source>.parquet``) and saves the newest
+sample per series when the run finishes. So the first sample of a day's file is differenced against
+the last sample of the previous day's file. A seed sample is used only when it is at most
+``max_gap`` (1 h) older than the file's first counter sample (a much older seed, e.g. when
+backfilling an old day, would give a rate averaged over days), and files of the same run are
+seeded from earlier runs only (the outcome does not depend on the order of files in a run). Where no
+seed applies, the first sample of a series has no rate and is rejected with a reason (never dropped
+silently). Rows whose rate is NaN are handed back to the caller with their status so it can reject
+them with :func:`status_reason`.
 """
 
 from __future__ import annotations
@@ -210,3 +217,98 @@ def rates_with_state(
     else:
         new = state
     return rate[k:], status[k:], new
+
+
+_STATE_SCHEMA = pa.schema(
+    [
+        pa.field("node", pa.string(), nullable=False),
+        pa.field("metric", pa.string(), nullable=False),
+        pa.field("time_ns", pa.int64(), nullable=False),
+        pa.field("value", pa.float64(), nullable=False),
+        pa.field("rate", pa.float64()),
+        pa.field("status", pa.int8(), nullable=False),
+    ]
+)
+
+
+def state_to_table(state: CounterState) -> pa.Table:
+    """The state as an Arrow table (one row per series), sorted by (node, metric)."""
+    t = pa.table(
+        [
+            pa.array(state.node, pa.string()),
+            pa.array(state.metric, pa.string()),
+            pa.array(state.time_ns, pa.int64()),
+            pa.array(state.value, pa.float64()),
+            pa.array(state.rate, pa.float64()),
+            pa.array(state.status, pa.int8()),
+        ],
+        schema=_STATE_SCHEMA,
+    )
+    return t.sort_by([("node", "ascending"), ("metric", "ascending")])
+
+
+def state_from_table(t: pa.Table) -> CounterState:
+    """Inverse of :func:`state_to_table`."""
+    return CounterState(
+        node=t["node"].to_pylist(),
+        metric=t["metric"].to_pylist(),
+        time_ns=t["time_ns"].to_numpy().astype(np.int64),
+        value=t["value"].to_numpy().astype(np.float64),
+        rate=t["rate"].to_numpy(zero_copy_only=False).astype(np.float64),
+        status=t["status"].to_numpy().astype(np.int8),
+    )
+
+
+def merge_states(states: list[CounterState]) -> CounterState:
+    """Newest sample per (node, metric) series over ``states`` (ties: the later state in the list wins)."""
+    tabs = [state_to_table(s) for s in states if len(s)]
+    if not tabs:
+        return CounterState()
+    t = pa.concat_tables(tabs)
+    order = np.lexsort((np.arange(t.num_rows), t["time_ns"].to_numpy(), *_series_keys(t)))
+    t = t.take(pa.array(order))
+    node, metric = (c.to_numpy(zero_copy_only=False) for c in (t["node"], t["metric"]))
+    last = np.ones(t.num_rows, bool)
+    last[:-1] = (node[1:] != node[:-1]) | (metric[1:] != metric[:-1])
+    return state_from_table(t.filter(pa.array(last)))
+
+
+def _series_keys(t: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """(metric rank, node rank) for ``np.lexsort`` (last key sorts first)."""
+    keys = []
+    for name in ("metric", "node"):
+        enc = pc.dictionary_encode(t[name]).combine_chunks()
+        rank = np.argsort(np.argsort(np.asarray(enc.dictionary.to_pylist(), dtype=object)))
+        keys.append(rank[enc.indices.to_numpy()])
+    return keys[0], keys[1]
+
+
+@dataclass
+class CounterCarry:
+    """Counter series carried across files (see the module docstring).
+
+    Attributes:
+        seed: last sample per series from earlier runs (read-only for the parser).
+        max_gap_ns: a seed sample is used only if it is at most this much older than the file's
+            first counter sample.
+        out: filled by the parser: the newest sample per series seen in this file.
+    """
+
+    seed: CounterState = field(default_factory=CounterState)
+    max_gap_ns: int = 3600 * 1_000_000_000
+    out: CounterState | None = None
+
+    def seed_for(self, first_time_ns: int) -> CounterState:
+        """The seed rows not older than ``first_time_ns - max_gap_ns``."""
+        s = self.seed
+        if not len(s):
+            return CounterState()
+        keep = np.flatnonzero(s.time_ns >= first_time_ns - self.max_gap_ns)
+        return CounterState(
+            node=[s.node[i] for i in keep],
+            metric=[s.metric[i] for i in keep],
+            time_ns=s.time_ns[keep],
+            value=s.value[keep],
+            rate=s.rate[keep],
+            status=s.status[keep],
+        )

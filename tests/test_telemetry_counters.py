@@ -65,3 +65,68 @@ def test_state_carries_series_across_batches():
     # an exact repeat of the last sample of the previous batch keeps that sample's rate
     r3, s3, st = rates_with_state(pa.array(["n1"]), pa.array(["net_rx_bytes"]), np.array([20]) * S, np.array([150.0]), st)
     assert r3[0] == 10.0 and s3[0] == OK
+
+
+# --------------------------------------------------------------------------- series across files and runs
+def _day_file(path, day: int, minutes, values) -> None:
+    lines = ["time,node,metric,value"]
+    for m, v in zip(minutes, values, strict=True):
+        lines.append(f"2026-01-{day:02d}T{m // 60:02d}:{m % 60:02d}:00Z,n1,net_rx_bytes,{v}")
+        lines.append(f"2026-01-{day:02d}T{m // 60:02d}:{m % 60:02d}:00Z,n1,cpu0_load,1.0")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_counter_series_continue_across_runs_within_max_gap(tmp_path):
+    """Day 2's first sample is differenced against day 1's last (staged by an earlier run); a seed
+    older than 1 h (a backfilled earlier day) is not used; the same file twice adds nothing."""
+    import pyarrow.compute as pc
+
+    from tasks.ingest.pipeline import ingest_files
+    from tasks.ingest.registry import sources
+    from tasks.runs import RunRecorder
+    from tasks.store import Store
+
+    store = Store(str(tmp_path / "store"))
+
+    def ingest(path):
+        rec = RunRecorder(store, "ingest", {})
+        res = ingest_files(store, sources()["telemetry"], [path], rec, data_docs=False)
+        rec.finish()
+        return res
+
+    def rates(date: str) -> list[float]:
+        t = store.read_staged("telemetry")
+        t = t.filter(pc.and_(pc.equal(t["metric"], "net_rx_bytes_rate"), pc.equal(pc.strftime(t["time"], "%Y-%m-%d"), date)))
+        return t.sort_by("time")["value"].to_pylist()
+
+    d1, d2, d5 = tmp_path / "d1.csv", tmp_path / "d2.csv", tmp_path / "d5.csv"
+    _day_file(d1, 1, [1438, 1439], [1000, 1600])  # 23:58, 23:59
+    _day_file(d2, 2, [0, 1], [2200, 2500])  # 00:00, 00:01
+    _day_file(d5, 5, [0, 1], [9000, 9600])
+    r1 = ingest(d1)
+    assert r1.counts.quarantined == 1 and rates("2026-01-01") == [10.0]  # first sample ever: no rate
+    r2 = ingest(d2)
+    assert r2.counts.quarantined == 0 and rates("2026-01-02") == [10.0, 5.0]  # 00:00 against 23:59 of day 1
+    assert store.exists("state/counters/telemetry.parquet")
+    r5 = ingest(d5)  # seed is 2 days older than the file: not used
+    assert r5.counts.quarantined == 1 and rates("2026-01-05") == [10.0]
+    d0 = tmp_path / "d0.csv"  # backfill of an earlier day: seeds are newer than the file, nothing changes
+    _day_file(d0, 1, [600, 601], [100, 160])
+    r0 = ingest(d0)
+    assert r0.counts.quarantined == 1 and rates("2026-01-01") == [1.0, 10.0]
+    again = ingest(d2)
+    assert again.inputs[0].status == "skipped-duplicate-file" and rates("2026-01-02") == [10.0, 5.0]
+
+
+def test_merge_states_keeps_the_newest_sample_per_series():
+    from tasks.counters import merge_states
+
+    a = CounterState(
+        ["n1", "n2"], ["m", "m"], np.array([10, 50]), np.array([1.0, 2.0]), np.array([0.1, 0.2]), np.array([0, 0], np.int8)
+    )
+    b = CounterState(
+        ["n1", "n3"], ["m", "m"], np.array([20, 5]), np.array([3.0, 4.0]), np.array([np.nan, 0.4]), np.array([1, 0], np.int8)
+    )
+    m = merge_states([a, b])
+    got = {(n, k): (int(t), v) for n, k, t, v in zip(m.node, m.metric, m.time_ns, m.value, strict=True)}
+    assert got == {("n1", "m"): (20, 3.0), ("n2", "m"): (50, 2.0), ("n3", "m"): (5, 4.0)}

@@ -61,6 +61,8 @@ class ParseContext:
         tz: IANA time zone for inputs whose timestamps carry none (RFC 3164, LANL records).
         aliases: host alias -> canonical node name (from topology), applied by syslog/telemetry parsers.
         batch_rows: rows per yielded batch.
+        counters: counter series carried across files (telemetry; see ``tasks/counters.py``): the
+            parser reads ``counters.seed`` and leaves the file's newest samples in ``counters.out``.
     """
 
     name: str
@@ -68,6 +70,7 @@ class ParseContext:
     tz: str = "UTC"
     aliases: Mapping[str, str] = field(default_factory=dict)
     batch_rows: int = 200_000
+    counters: Any = None
 
 
 class Parser(Protocol):
@@ -112,6 +115,8 @@ class SourceSpec:
             ``failing_mask`` is a boolean numpy array (True = row fails). Use them only for rules GX
             cannot express per column (per-metric ranges, list columns).
         help: one-paragraph CLI help.
+        carries_counters: the pipeline keeps counter series across files and runs for this source
+            (``ParseContext.counters``; state in ``state/counters/<name>.parquet``).
     """
 
     name: str
@@ -121,6 +126,7 @@ class SourceSpec:
     node_list_column: str | None = None
     row_checks: tuple[Callable[[pa.Table], list[tuple[str, Any]]], ...] = ()
     help: str = ""
+    carries_counters: bool = False
 
 
 def rejects_table(offsets: list[int], raws: list[bytes | str], reasons: list[str]) -> pa.Table:

@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 from schemas.gx_suite import runtime_expectations
 from schemas.manifest import InputRecord, RowCounts
 from schemas.names import node_name_mask
+from tasks.counters import CounterCarry, CounterState, merge_states, state_from_table, state_to_table
 from tasks.ingest.base import Format, ParseContext, ParseResult, SourceSpec
 from tasks.ingest.inputs import InputError, open_binary, read_head
 from tasks.runs import RunRecorder
@@ -554,6 +555,8 @@ class Ingestor:
         self._requested: dict[str, str] = {}  # sha256 -> the --format choice the file was read with
         self.timings: dict[str, float] = defaultdict(float)
         self._encoded: set[str] | None = None
+        self._counter_seed: CounterState | None = None  # counter series from earlier runs (read on first use)
+        self._counter_out: list[CounterState] = []
 
     @contextmanager
     def _timed(self, stage: str) -> Iterator[None]:
@@ -594,6 +597,7 @@ class Ingestor:
             reference_time=datetime.fromtimestamp(path.stat().st_mtime, UTC),
             tz=self.tz,
             aliases=self.aliases,
+            counters=self._counter_carry(),
         )
         # Parser batches are validated together in chunks of up to VALIDATE_ROWS rows / VALIDATE_BYTES
         pending: list[ParseResult] = []
@@ -615,7 +619,29 @@ class Ingestor:
             pending = []
             self._quarantine_file(rec, msg)
         self._add_pending(rec, pending, path)
+        if ctx.counters is not None and ctx.counters.out is not None:
+            self._counter_out.append(ctx.counters.out)
         return rec
+
+    def _counter_key(self) -> str:
+        return f"state/counters/{self.spec.name}.parquet"
+
+    def _counter_carry(self) -> CounterCarry | None:
+        """Counter series of earlier runs for the next file (sources with ``carries_counters``)."""
+        if not self.spec.carries_counters:
+            return None
+        if self._counter_seed is None:
+            key = self._counter_key()
+            self._counter_seed = state_from_table(self.store.read_parquet(key)) if self.store.exists(key) else CounterState()
+        return CounterCarry(seed=self._counter_seed)
+
+    def _save_counters(self) -> None:
+        """Newest sample per counter series over earlier runs and this run's files (atomic write)."""
+        if not self._counter_out:
+            return
+        merged = merge_states([self._counter_seed or CounterState(), *self._counter_out])
+        path = self.store.write_parquet(state_to_table(merged), self._counter_key())
+        self.recorder.add_output(f"counter_state_{self.spec.name}", path)
 
     def _timed_iter(self, it: Iterable[ParseResult]) -> Iterator[ParseResult]:
         """``it``, with the time spent producing its items counted as ``parse``."""
@@ -811,6 +837,7 @@ class Ingestor:
             self.result.counts = self.result.counts.add(rec.counts)
             failed = self._requested.get(sha, "auto") if rec.status == "quarantined-file" else None
             self.store.mark_ingested(self.spec.name, sha, run_id, self.schema.name, failed_with_format=failed)
+        self._save_counters()
         for rec in self.result.inputs:
             self.recorder.add_input(rec)
         self.recorder.add_counts(self.schema.name, self.result.counts)

@@ -111,6 +111,8 @@ class _Emitter:
     def __init__(self, ctx: ParseContext) -> None:
         self.ctx = ctx
         self.state = CounterState()
+        self.carry = ctx.counters  # CounterCarry or None (see tasks/counters.py)
+        self._seeded = False
         self._counters = pa.array(sorted(COUNTERS), pa.string())
 
     def _nodes(self, node: pa.Array) -> pa.Array:
@@ -158,7 +160,14 @@ class _Emitter:
             t_ns = to_numpy(pc.fill_null(c_time.cast(pa.int64()), np.iinfo(np.int64).min)).astype(np.int64)
             v = np.where(value_null[ci], np.nan, value_np[ci])
             v[t_ns == np.iinfo(np.int64).min] = np.nan  # no time: cannot be placed in a series
+            if self.carry is not None and not self._seeded:
+                placed = t_ns[t_ns != np.iinfo(np.int64).min]
+                if placed.size:  # seed from earlier runs, relative to the file's first counter sample
+                    self.state = self.carry.seed_for(int(placed.min()))
+                    self._seeded = True
             rate, status, self.state = rates_with_state(c_node, c_metric, t_ns, v, self.state)
+            if self.carry is not None:
+                self.carry.out = self.state
             failed = ~np.isfinite(rate)
             value_np[ci] = rate
             value_null[ci] = False
@@ -519,6 +528,7 @@ SOURCES = [
         formats=FORMATS,
         node_column="node",
         row_checks=ROW_CHECKS,
+        carries_counters=True,
         help=(
             "Node telemetry: long parquet/CSV (timestamp,node,metric,value), LDMS wide CSV, or Turin per-node "
             "parquet. Metrics must be in the catalogue (schemas/metrics.py); counters are staged as per-second "
