@@ -307,30 +307,6 @@ def digit_columns(win: np.ndarray, cols: list[int] | range) -> tuple[np.ndarray,
     return d @ (10 ** np.arange(len(cols) - 1, -1, -1, dtype=np.int64)), ok
 
 
-def first_in(win: np.ndarray, *byte_values: int) -> np.ndarray:
-    """Column of the first byte equal to any of ``byte_values`` in each row of ``win`` (width if none)."""
-    m = win == byte_values[0]
-    for b in byte_values[1:]:
-        m |= win == b
-    idx = m.argmax(axis=1)
-    return np.where(m[np.arange(len(win)), idx], idx, win.shape[1])
-
-
-def kth_in(win: np.ndarray, byte: int, k: int) -> np.ndarray:
-    """``(n, k)`` columns of the first ``k`` occurrences of ``byte`` in each row (width where missing)."""
-    n, width = win.shape
-    r, c = np.nonzero(win == byte)
-    first = np.searchsorted(r, np.arange(n))
-    out = np.full((n, k), width, np.int64)
-    if len(r) == 0:
-        return out
-    for j in range(k):
-        idx = np.minimum(first + j, len(r) - 1)
-        valid = (first + j < len(r)) & (r[idx] == np.arange(n))
-        out[:, j] = np.where(valid, c[idx], width)
-    return out
-
-
 def digits(buf: np.ndarray, pos: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
     """Read ``width`` ASCII digits at ``pos``: (value int64, all-digits mask)."""
     return digit_columns(window(buf, pos, width), range(width))
@@ -352,11 +328,6 @@ def var_digits(buf: np.ndarray, start: np.ndarray, end: np.ndarray, max_width: i
     # as if every number had max_width digits (zeros after the end), then drop the extra decimal places
     full = d @ _POW10[max_width - 1 :: -1][:max_width]
     return full // _POW10[max_width - w], ok
-
-
-def next_at(pos_sorted: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """For each ``at``, the first position in ``pos_sorted`` that is >= ``at`` (sentinel if none)."""
-    return pos_sorted[np.minimum(np.searchsorted(pos_sorted, at), len(pos_sorted) - 1)]
 
 
 def split_tokens(block: Block, idx: np.ndarray, start: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
