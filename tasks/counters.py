@@ -264,23 +264,12 @@ def merge_states(states: list[CounterState]) -> CounterState:
     tabs = [state_to_table(s) for s in states if len(s)]
     if not tabs:
         return CounterState()
-    t = pa.concat_tables(tabs)
-    order = np.lexsort((np.arange(t.num_rows), t["time_ns"].to_numpy(), *_series_keys(t)))
-    t = t.take(pa.array(order))
+    # Arrow's sort is stable: among equal (series, time) rows the later state stays last
+    t = pa.concat_tables(tabs).sort_by([("node", "ascending"), ("metric", "ascending"), ("time_ns", "ascending")])
     node, metric = (c.to_numpy(zero_copy_only=False) for c in (t["node"], t["metric"]))
     last = np.ones(t.num_rows, bool)
     last[:-1] = (node[1:] != node[:-1]) | (metric[1:] != metric[:-1])
     return state_from_table(t.filter(pa.array(last)))
-
-
-def _series_keys(t: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    """(metric rank, node rank) for ``np.lexsort`` (last key sorts first)."""
-    keys = []
-    for name in ("metric", "node"):
-        enc = pc.dictionary_encode(t[name]).combine_chunks()
-        rank = np.argsort(np.argsort(np.asarray(enc.dictionary.to_pylist(), dtype=object)))
-        keys.append(rank[enc.indices.to_numpy()])
-    return keys[0], keys[1]
 
 
 @dataclass

@@ -130,3 +130,6 @@ def test_merge_states_keeps_the_newest_sample_per_series():
     m = merge_states([a, b])
     got = {(n, k): (int(t), v) for n, k, t, v in zip(m.node, m.metric, m.time_ns, m.value, strict=True)}
     assert got == {("n1", "m"): (20, 3.0), ("n2", "m"): (50, 2.0), ("n3", "m"): (5, 4.0)}
+    c = CounterState(["n2"], ["m"], np.array([50]), np.array([9.0]), np.array([0.0]), np.array([0], np.int8))
+    assert merge_states([a, c]).value.tolist() == [1.0, 9.0]  # same time: the later state wins
+    assert merge_states([c, a]).value.tolist() == [1.0, 2.0]
