@@ -911,7 +911,9 @@ def _take_columns(t: pa.Table, rows: np.ndarray, shas: pa.Array, schema: pa.Sche
     are already consecutive (input in staged order) are sliced, not gathered. ``dictionaries``:
     ``dictionary<int32, string>`` columns of string fields stay encoded and ``source_sha256`` is
     encoded over ``shas`` (the file is written with :func:`_writer_options` ``plain_read``: readers
-    get plain strings); else they are decoded to the field types."""
+    get plain strings); else they are decoded to the field types. Pass ``t`` through
+    :func:`_combine_dictionaries` first (once for all slices), so a take gathers int32 codes of one
+    dictionary."""
     n = len(rows)
     sl = None
     if n and int(rows[-1]) - int(rows[0]) == n - 1 and (n == 1 or bool(np.all(rows[1:] > rows[:-1]))):
@@ -929,10 +931,7 @@ def _take_columns(t: pa.Table, rows: np.ndarray, shas: pa.Array, schema: pa.Sche
             order = order.combine_chunks() if isinstance(order, pa.ChunkedArray) else order
             col = pa.DictionaryArray.from_arrays(order, shas) if dictionaries else pc.take(shas, order)
         else:
-            col = t.column(f.name)
-            if pa.types.is_dictionary(col.type) and col.num_chunks > 1:
-                col = col.combine_chunks()  # one dictionary: the take gathers int32 codes
-            col = pick(col)
+            col = pick(t.column(f.name))
             if not (dictionaries and col.type == _DICT and f.type == pa.string()):
                 col = col.cast(f.type)
         cols.append(col)
