@@ -355,7 +355,7 @@ class StateBuild:
     losses: Losses | None = None
     boots: Boots | None = None
     last_seen: np.ndarray | None = None
-    overlays: tuple[np.ndarray, ...] | None = None
+    overlays: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 def seed_events(events: Events, carry: Carry, read_start: int) -> tuple[Events, int]:
@@ -585,8 +585,7 @@ def failure_episodes(b: StateBuild) -> dict[str, np.ndarray]:
             loss[i] = j if j >= lo else -1
     shadowed_by = np.zeros(node.size, np.int64)
     if b.overlays is not None and b.overlays[0].size:
-        on, os_, oe = b.overlays[:3]
-        ost = b.overlays[3] if len(b.overlays) > 3 else np.full(on.size, int(State.ADMIN_RESV), np.int64)
+        on, os_, oe, ost = b.overlays
         for i, (nd, t) in enumerate(zip(node.tolist(), start.tolist(), strict=True)):
             inside = (on == nd) & (os_ <= t) & (oe > t)
             if inside.any():
