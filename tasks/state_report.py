@@ -103,10 +103,11 @@ def correlated_failure_events(fe: pd.DataFrame) -> pd.DataFrame:
 
     Episodes beginning inside an UNSCHEDULED_RESV (the emergency reservation opened at a rack outage)
     are the rack outage itself and stay; a missing ``shadowed_by`` column (staged before it existed) is null.
+    The same rule as the failure fits (:func:`tasks.checkpoint_tables.failure_events_for_fits`).
     """
-    if "shadowed_by" not in fe.columns:
-        return fe
-    return fe[fe["shadowed_by"].fillna("").to_numpy() != "ADMIN_RESV"]
+    from tasks.checkpoint_tables import failure_events_for_fits
+
+    return failure_events_for_fits(fe)[0]
 
 
 def markdown_table(df: pd.DataFrame) -> str:
