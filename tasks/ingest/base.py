@@ -117,6 +117,8 @@ class SourceSpec:
         help: one-paragraph CLI help.
         carries_counters: the pipeline keeps counter series across files and runs for this source
             (``ParseContext.counters``; state in ``state/counters/<name>.parquet``).
+        identity_columns: columns naming people (user, group, ...) that the setting ``hash_users``
+            replaces by keyed hashes before validation (``tasks/ingest/run.py: new_ingestor``).
     """
 
     name: str
@@ -127,6 +129,7 @@ class SourceSpec:
     row_checks: tuple[Callable[[pa.Table], list[tuple[str, Any]]], ...] = ()
     help: str = ""
     carries_counters: bool = False
+    identity_columns: tuple[str, ...] = ()
 
 
 def rejects_table(offsets: list[int], raws: list[bytes | str], reasons: list[str]) -> pa.Table:

@@ -68,6 +68,7 @@ SOURCES = [
     SourceSpec(
         name="jobs",
         table=JOBS,
+        identity_columns=IDENTITY_COLUMNS,
         formats=(
             Format(
                 "swf",

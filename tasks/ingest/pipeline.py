@@ -523,8 +523,10 @@ class Ingestor:
         aliases: dict[str, str] | None = None,
         future_tolerance_s: int = 300,
         now: datetime | None = None,
+        row_transform: Callable[[pa.Table], pa.Table] | None = None,
     ) -> None:
         self.store, self.spec, self.recorder = store, spec, recorder
+        self.row_transform = row_transform  # applied to every parsed batch before validation (e.g. user hashing)
         self.tz = tz
         self.aliases = aliases or {}
         self.schema = spec.table
@@ -681,6 +683,9 @@ class Ingestor:
 
     def _add_batch(self, rec: InputRecord, rows: pa.Table, rejects: pa.Table, path: Path) -> None:
         rec.counts.rows_in += rows.num_rows + rejects.num_rows
+        if self.row_transform is not None and rows.num_rows:
+            with self._timed("parse"):
+                rows = self.row_transform(rows)
         if rejects.num_rows:
             with self._timed("quarantine"):
                 q = pa.table(
