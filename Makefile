@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m flows.demo
+	$(BIN)/python -m nodewatch.flows.demo
 
 test: $(STAMP)
 	$(BIN)/ruff check .

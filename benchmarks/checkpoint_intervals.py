@@ -1,4 +1,4 @@
-"""Benchmark: vectorised Algorithm 1 (models.checkpoint.aware_interval) vs a per-grid-point loop.
+"""Benchmark: vectorised Algorithm 1 (nodewatch.models.checkpoint.intervals.aware_interval) vs a per-grid-point loop.
 
 Frank ch. 3, sec. 3.3.2 / 3.4: the thesis's single-threaded reference computes >= 400 aware intervals/s.
 Goals: ratio >= 100x against the straightforward loop over the same eq. 3.8 (identical intervals within
@@ -20,7 +20,7 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from models.checkpoint import (  # noqa: E402
+from nodewatch.models.checkpoint.intervals import (  # noqa: E402
     GRID_STEP_H,
     aware_interval,
     aware_interval_loop,
@@ -106,11 +106,11 @@ def main() -> None:
         f"wall = {a.table_shapes / best:,.0f} intervals/s; {best_cpu:.3f} s CPU = "
         f"{a.table_shapes / best_cpu:,.0f} intervals per CPU-second"
     )
-    # the whole product call: tasks.checkpoint_tables.compute_table on >= 1000 shapes (1-8192 nodes x
+    # the whole product call: nodewatch.tasks.checkpoint.tables.compute_table on >= 1000 shapes (1-8192 nodes x
     # 1-72 h), one checkpoint cost, one failure model: classical intervals + costs, Algorithm 1 with the
     # candidates, makespans, savings, the xarray Dataset
-    from models.failures import FailureModel
-    from tasks.checkpoint_tables import CkptCost, compute_table, default_shape_grid
+    from nodewatch.models.checkpoint.failures import FailureModel
+    from nodewatch.tasks.checkpoint.tables import CkptCost, compute_table, default_shape_grid
 
     runtimes = np.linspace(1.0, 72.0, -(-a.table_shapes // 14))
     grid = default_shape_grid(runtimes_h=runtimes)

@@ -36,9 +36,9 @@ import pandas as pd
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from schemas.metrics import STAGED_METRICS  # noqa: E402
-from tasks.cubes.synth import node_names, write_telemetry_day, write_topology  # noqa: E402
-from tasks.store import Store  # noqa: E402
+from nodewatch.schemas.metrics import STAGED_METRICS  # noqa: E402
+from nodewatch.tasks.core.store import Store  # noqa: E402
+from nodewatch.tasks.cubes.synth import node_names, write_telemetry_day, write_topology  # noqa: E402
 
 DAY0 = date(2026, 1, 5)
 
@@ -119,7 +119,7 @@ def phase_build(url: str, n_days: int, processes: bool, workers: int) -> None:
     """Child process body: build all days, print one JSON line."""
     import resource
 
-    from tasks.cubes.build import build_days, dask_client
+    from nodewatch.tasks.cubes.build import build_days, dask_client
 
     st = Store(url)
     days = [DAY0 + timedelta(days=i) for i in range(n_days)]
@@ -164,7 +164,7 @@ def pandas_baseline(st: Store, step: str) -> tuple[pd.DataFrame, float]:
 
 def ours_subset(st: Store, processes: bool, workers: int) -> tuple[float, float]:
     """Build the subset cube from scratch; returns (build seconds, cluster start seconds)."""
-    from tasks.cubes.build import build_days, dask_client
+    from nodewatch.tasks.cubes.build import build_days, dask_client
 
     shutil.rmtree(st.path("cubes"), ignore_errors=True)
     days = [date.fromisoformat(d) for d in st.staged_dates("telemetry")]
@@ -193,7 +193,7 @@ def close(ours: np.ndarray, ref: np.ndarray, atol: np.ndarray | float = ATOL) ->
 
 def compare(st: Store, base: pd.DataFrame) -> tuple[int, list[str]]:
     """Compare the cube with the baseline value by value; returns (windows compared, failure messages)."""
-    from tasks.cubes import open_telemetry_cube
+    from nodewatch.tasks.cubes import open_telemetry_cube
 
     ds = open_telemetry_cube(st)
     base = base[base["count"] > 0]

@@ -29,9 +29,9 @@ import pyarrow as pa
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from schemas.jobs import PARSED_SCHEMA  # noqa: E402
-from tasks.ingest.base import ParseContext  # noqa: E402
-from tasks.ingest.jobs_swf import SWF_STATUS, SwfHeader, parse_swf, system_name  # noqa: E402
+from nodewatch.schemas.jobs import PARSED_SCHEMA  # noqa: E402
+from nodewatch.tasks.ingest.base import ParseContext  # noqa: E402
+from nodewatch.tasks.ingest.jobs_swf import SWF_STATUS, SwfHeader, parse_swf, system_name  # noqa: E402
 
 SHARED_SWF = REPO.parent / "shared" / "data" / "swf"
 
@@ -70,7 +70,7 @@ def make_trace(dest: Path, n_jobs: int, source: Path | None, seed: int) -> str:
 def parse_line_by_line(path: Path, name: str) -> pa.Table:
     """Baseline: iterate lines, ``split()``, build one dict per row, then ``Table.from_pylist``.
 
-    Same mapping as :func:`tasks.ingest.jobs_swf.parse_swf` for well-formed lines (no reject handling).
+    Same mapping as :func:`nodewatch.tasks.ingest.jobs_swf.parse_swf` for well-formed lines (no reject handling).
     """
     header = SwfHeader()
     system = system_name(name)

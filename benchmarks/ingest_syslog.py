@@ -6,9 +6,9 @@ Generates ``--lines`` realistic lines (half RFC 3164 rsyslog-file form, half RFC
 templates of sshd, kernel, slurmd, systemd, CRON, ... on ``--nodes`` nodes, writes them to two
 files, then measures in the same run:
 
-1. ``parse``: the vectorised parsers (``tasks.ingest.syslog``) vs the baseline parser (one
+1. ``parse``: the vectorised parsers (``nodewatch.tasks.ingest.syslog``) vs the baseline parser (one
    ``re.match`` per line, a dict per row, ``pa.Table.from_pylist`` per 200k rows, same columns);
-2. ``ingest``: ``tasks.ingest.pipeline.ingest_files`` (land raw, parse, GX validation, dedupe,
+2. ``ingest``: ``nodewatch.tasks.ingest.pipeline.ingest_files`` (land raw, parse, GX validation, dedupe,
    stage parquet) with the real parsers vs the same pipeline with the baseline parser plugged in
    as the format; both with the known nodes of a ``--nodes`` topology (the known-node check runs,
    as in production).
@@ -43,9 +43,9 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from schemas.syslog import SYSLOG  # noqa: E402
-from tasks.ingest.base import Format, ParseContext, ParseResult, SourceSpec, rejects_table  # noqa: E402
-from tasks.ingest.syslog import parse_rfc3164, parse_rfc5424  # noqa: E402
+from nodewatch.schemas.syslog import SYSLOG  # noqa: E402
+from nodewatch.tasks.ingest.base import Format, ParseContext, ParseResult, SourceSpec, rejects_table  # noqa: E402
+from nodewatch.tasks.ingest.syslog import parse_rfc3164, parse_rfc5424  # noqa: E402
 
 MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 T0 = datetime(2026, 1, 5, tzinfo=UTC)
@@ -183,9 +183,9 @@ def _consume(parse, path: Path, ctx: ParseContext) -> tuple[int, int, float, flo
 
 def _ingest(paths: list[Path], spec: SourceSpec, store_dir: Path, n_nodes: int) -> tuple[int, int, float, float, object, dict]:
     """Ingest with the known nodes of an ``n_nodes`` topology (the known-node check runs, as in production)."""
-    from tasks.ingest.pipeline import ingest_files
-    from tasks.runs import RunRecorder
-    from tasks.store import Store
+    from nodewatch.tasks.core.runs import RunRecorder
+    from nodewatch.tasks.core.store import Store
+    from nodewatch.tasks.ingest.pipeline import ingest_files
 
     store = Store(str(store_dir))
     rec = RunRecorder(store, "bench", {})
@@ -248,7 +248,7 @@ def main() -> None:
         if args.skip_ingest:
             return
 
-        from tasks.ingest.registry import sources
+        from nodewatch.tasks.ingest.registry import sources
 
         spec = sources()["syslog"]
         base_spec = SourceSpec(

@@ -3,11 +3,11 @@
 Generates a long-format parquet file of ``--values`` values (default 20M: ``--nodes`` nodes x 20
 metrics, 4 of them counters, at 1-minute steps), then measures in one run:
 
-1. ``parse``: ``tasks.ingest.telemetry.parse_long_parquet`` over the whole file (streaming batches,
+1. ``parse``: ``nodewatch.tasks.ingest.telemetry.parse_long_parquet`` over the whole file (streaming batches,
    counters -> rates) followed by the per-metric row checks of ``schemas/telemetry.py``
    (finite / in catalogue / in range): values/s; with ``--workers 2`` the file's row groups are split
    between two processes (the 2-core figure);
-2. ``pipeline``: ``tasks.ingest.pipeline.ingest_files`` with the known nodes of a 1000-node topology
+2. ``pipeline``: ``nodewatch.tasks.ingest.pipeline.ingest_files`` with the known nodes of a 1000-node topology
    (so the known-node expectation runs, as in production) (land raw, GX validation, row checks,
    dedupe, staging, manifest) on a ``--pipeline-values`` subset file, best of ``--repeat`` runs
    (each into a fresh store): values/s, with the CPU seconds per stage (``IngestResult.timings``);
@@ -41,10 +41,10 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from schemas.metrics import CATALOGUE, COUNTERS
-from schemas.telemetry import ROW_CHECKS
-from tasks.ingest.base import ParseContext
-from tasks.ingest.telemetry import parse_long_csv, parse_long_parquet
+from nodewatch.schemas.metrics import CATALOGUE, COUNTERS
+from nodewatch.schemas.telemetry import ROW_CHECKS
+from nodewatch.tasks.ingest.base import ParseContext
+from nodewatch.tasks.ingest.telemetry import parse_long_csv, parse_long_parquet
 
 GAUGES = [
     "cpu0_load",
@@ -141,10 +141,10 @@ CLUSTER_NODES = 1000
 
 def _pipeline(job: tuple[str, str]) -> tuple[int, object]:
     """``ingest_files`` of one telemetry file into a fresh store, with known nodes: (values in, result)."""
-    from tasks.ingest.pipeline import ingest_files
-    from tasks.ingest.registry import sources
-    from tasks.runs import RunRecorder
-    from tasks.store import Store
+    from nodewatch.tasks.core.runs import RunRecorder
+    from nodewatch.tasks.core.store import Store
+    from nodewatch.tasks.ingest.pipeline import ingest_files
+    from nodewatch.tasks.ingest.registry import sources
 
     path, store_dir = job
     store = Store(store_dir)
@@ -281,10 +281,10 @@ def main() -> None:
             (n2, bad2), t2 = timed(parse_parallel, files, w, repeat=args.repeat)
             print(f"parse+checks {w} processes: {n2:,} values in {t2:.2f} s = {n2 / t2 / 1e6:.2f} M values/s")
 
-        from tasks.ingest.pipeline import ingest_files
-        from tasks.ingest.registry import sources
-        from tasks.runs import RunRecorder
-        from tasks.store import Store
+        from nodewatch.tasks.core.runs import RunRecorder
+        from nodewatch.tasks.core.store import Store
+        from nodewatch.tasks.ingest.pipeline import ingest_files
+        from nodewatch.tasks.ingest.registry import sources
 
         sub = d / "sub.parquet"
         generate(sub, args.pipeline_values, min(args.nodes, 200), seed=1)

@@ -3,7 +3,7 @@
 Measured in one run:
 
 1. **Scoring N nodes x 1 day** (default N = 1000, 50 metrics, 15-min cube, RUAD W=10): the batched
-   scorer (:func:`tasks.score.score_day`, node batches = cube node chunks, 2 threads) vs the
+   scorer (:func:`nodewatch.tasks.anomaly.score.score_day`, node batches = cube node chunks, 2 threads) vs the
    straightforward baseline, a per-node loop (load one node's model, score its day, write it)
    timed on ``--baseline-nodes`` nodes and extrapolated to N. Goal: <= 120 s on 2 cores. ``ratio=``
    is baseline / batched.
@@ -34,7 +34,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="nodewatch-bench-prefect-"))
-import flows  # noqa: E402,F401 - Prefect defaults before prefect is imported
+import nodewatch.flows  # noqa: E402,F401 - Prefect defaults before prefect is imported
 
 D0 = date(2026, 4, 1)
 D1 = D0 + timedelta(days=1)
@@ -42,11 +42,11 @@ D1 = D0 + timedelta(days=1)
 
 def setup(root: Path, n_nodes: int, n_metrics: int) -> tuple[object, str]:
     """Synthetic cube of n_nodes x 2 days, RUAD trained on 50 nodes and replicated to all nodes."""
-    from tasks.cubes.build import build_days, dask_client
-    from tasks.cubes.synth import node_names, write_telemetry_day, write_topology
-    from tasks.model_registry import area, load_models, run_prefix, write_node
-    from tasks.store import Store
-    from tasks.train import TrainConfig, run_training
+    from nodewatch.tasks.anomaly.registry import area, load_models, run_prefix, write_node
+    from nodewatch.tasks.anomaly.train import TrainConfig, run_training
+    from nodewatch.tasks.core.store import Store
+    from nodewatch.tasks.cubes.build import build_days, dask_client
+    from nodewatch.tasks.cubes.synth import node_names, write_telemetry_day, write_topology
 
     st = Store(str(root / "store"))
     nodes = node_names(n_nodes)
@@ -73,9 +73,9 @@ def baseline_per_node(st: object, run: str, nodes: list[str]) -> float:
     """Straightforward per-node loop: load one model, score one node's day, write its region rows."""
     import numpy as np
 
-    from tasks.cubes import open_telemetry_cube
-    from tasks.model_registry import load_models
-    from tasks.node_scoring import score_nodes
+    from nodewatch.tasks.anomaly.node_scoring import score_nodes
+    from nodewatch.tasks.anomaly.registry import load_models
+    from nodewatch.tasks.cubes import open_telemetry_cube
 
     ds = open_telemetry_cube(st)  # type: ignore[arg-type]
     t0 = np.datetime64(D1.isoformat(), "ns")
@@ -108,7 +108,7 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
-    from tasks.score import score_day, telemetry_geometry
+    from nodewatch.tasks.anomaly.score import score_day, telemetry_geometry
 
     root = Path(tempfile.mkdtemp(prefix="nodewatch-bench-nightly-"))
     t = time.perf_counter()
@@ -137,8 +137,8 @@ def main() -> None:
     # orchestration overhead: the nightly flow's Prefect wiring of the same scoring
     from prefect import flow
 
-    from flows.nightly import _score_days
-    from tasks.runs import RunRecorder
+    from nodewatch.flows.nightly import _score_days
+    from nodewatch.tasks.core.runs import RunRecorder
 
     @flow(name="bench_score")
     def bench_score() -> float:
@@ -217,8 +217,8 @@ def runs_since(t0: float) -> tuple[int, int]:
 
 def full_nightly(root: Path, n_nodes: int, step_s: int = 60, costs: tuple[float, float] | None = None) -> None:
     """Simulate 2 days of ``n_nodes`` nodes, prepare day 0 (untimed), time ``nightly`` on day 1."""
-    from flows.demo import bootstrap
-    from flows.nightly import nightly
+    from nodewatch.flows.demo import bootstrap
+    from nodewatch.flows.nightly import nightly
 
     inbox, store = root / "full-inbox", root / "full-store"
     t = time.perf_counter()

@@ -28,8 +28,8 @@ def main() -> None:
     ap.add_argument("--keep", default=None, help="keep the output in this directory")
     ap.add_argument("--no-next-day", action="store_true", help="skip timing the next day (--append path)")
     a = ap.parse_args()
-    from tasks.simulate.cluster import simulate
-    from tasks.simulate.config import SimConfig
+    from nodewatch.tasks.simulate.cluster import simulate
+    from nodewatch.tasks.simulate.config import SimConfig
 
     out = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="nw-sim-bench-"))
     cfg = SimConfig(n_nodes=a.nodes, workers=a.workers, scheduler=a.scheduler)

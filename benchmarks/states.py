@@ -2,9 +2,10 @@
 
 Generates synthetic staged tables directly (Arrow, the staged column names), then in one run:
 
-* new: :func:`tasks.states.classify_syslog` + job/reservation layers (pyarrow) + :func:`models.states.derive_states`;
+* new: :func:`~nodewatch.tasks.states.build.classify_syslog` + job/reservation layers (pyarrow)
+  + :func:`~nodewatch.models.states.machine.derive_states`;
 * baseline: a straightforward per-line Python classifier (``in`` / ``re`` per line, hostlists expanded
-  per line) + :func:`models.states.derive_states_reference` (per-event Python state machine).
+  per line) + :func:`nodewatch.models.states.machine.derive_states_reference` (per-event Python state machine).
 
 Asserts both produce the same timeline and prints absolute times, ``ratio=`` (end to end) and the
 derivation-only ratio. Goal: new end-to-end <= 60 s on 2 cores and ratio >= 10.
@@ -25,9 +26,9 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from models.states import NS_PER_S, Event, Events, Layers, derive_states, derive_states_reference  # noqa: E402
-from tasks.ingest.hostlist import compress_hostlist, expand_hostlist  # noqa: E402
-from tasks.states import classify_syslog, job_layers, parse_systemd_duration, reservation_layers  # noqa: E402
+from nodewatch.models.states.machine import NS_PER_S, Event, Events, Layers, derive_states, derive_states_reference  # noqa: E402
+from nodewatch.tasks.ingest.hostlist import compress_hostlist, expand_hostlist  # noqa: E402
+from nodewatch.tasks.states.build import classify_syslog, job_layers, parse_systemd_duration, reservation_layers  # noqa: E402
 
 S = NS_PER_S
 DAY = 86400 * S

@@ -28,12 +28,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from models.base import anomaly_probability, paper_layer_sizes  # noqa: E402
-from models.batched_lstm import RUADNet  # noqa: E402
-from models.metrics import pooled_auc  # noqa: E402
-from models.preprocess import MinMaxScaler, chronological_split, features_from_stats, valid_rows, window_ends  # noqa: E402
-from models.ruad import RUAD  # noqa: E402
-from models.synthetic_telemetry import make_synthetic_telemetry  # noqa: E402
+from nodewatch.models.anomaly.base import anomaly_probability, paper_layer_sizes  # noqa: E402
+from nodewatch.models.anomaly.batched_lstm import RUADNet  # noqa: E402
+from nodewatch.models.anomaly.metrics import pooled_auc  # noqa: E402
+from nodewatch.models.anomaly.preprocess import MinMaxScaler, chronological_split, features_from_stats, valid_rows, window_ends  # noqa: E402
+from nodewatch.models.anomaly.ruad import RUAD  # noqa: E402
+from nodewatch.models.anomaly.synthetic_telemetry import make_synthetic_telemetry  # noqa: E402
 
 DAYS, METRICS, W, EPOCHS, BATCH, LR = 60, 50, 10, 5, 128, 1e-3
 
@@ -87,7 +87,7 @@ def per_node_loop(X: np.ndarray, sp: int) -> np.ndarray:
 def kernel_load_time() -> float:
     """Seconds to import numba and compile or load (from ``__pycache__``) the LSTM kernels: one
     forward + backward of a tiny batched network (float32, the dtype used in training)."""
-    from models.batched_lstm import BatchedRUADNet
+    from nodewatch.models.anomaly.batched_lstm import BatchedRUADNet
 
     t0 = time.perf_counter()
     net = BatchedRUADNet(1, 4, (4, 2, 4))
@@ -97,7 +97,7 @@ def kernel_load_time() -> float:
 
 def _kernels_compiled() -> bool:
     """Whether this process compiled the kernels (numba cache miss) rather than loading them."""
-    from models._lstm_kernel import lstm_backward, lstm_forward
+    from nodewatch.models.anomaly._lstm_kernel import lstm_backward, lstm_forward
 
     return bool(lstm_forward.stats.cache_misses or lstm_backward.stats.cache_misses)
 

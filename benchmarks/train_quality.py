@@ -1,8 +1,8 @@
 """Detection quality of RUAD and its baselines (the paper's Table 7/8 comparison) on synthetic telemetry.
 
-Builds a telemetry cube with :func:`models.synthetic_telemetry.make_synthetic_telemetry` in a temporary store,
+Builds a telemetry cube with :func:`nodewatch.models.anomaly.synthetic_telemetry.make_synthetic_telemetry` in a temporary store,
 writes its anomaly intervals as a labels parquet and runs the real training path
-(:func:`tasks.train.run_training` with ``compare=True``): pooled AUC per method and W, F1 at the paper's
+(:func:`nodewatch.tasks.anomaly.train.run_training` with ``compare=True``): pooled AUC per method and W, F1 at the paper's
 thresholds, score distributions. Prints the markdown table (also in ``models/ruad/<run_id>/table.md``).
 
 Run: ``nice .venv/bin/python benchmarks/train_quality.py [--nodes 40 --days 30 --metrics 10 --epochs 5]``
@@ -26,9 +26,9 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 import xarray as xr  # noqa: E402
 
-from models.synthetic_telemetry import make_synthetic_telemetry  # noqa: E402
-from tasks.store import Store  # noqa: E402
-from tasks.train import TrainConfig, run_training  # noqa: E402
+from nodewatch.models.anomaly.synthetic_telemetry import make_synthetic_telemetry  # noqa: E402
+from nodewatch.tasks.anomaly.train import TrainConfig, run_training  # noqa: E402
+from nodewatch.tasks.core.store import Store  # noqa: E402
 
 
 def main() -> None:

@@ -26,7 +26,7 @@ expectation or parser rule that failed), `source_offset` and the `raw` row.
 
 def render() -> str:
     """The markdown text of docs/tables.md."""
-    from tasks.ingest.registry import sources
+    from nodewatch.tasks.ingest.registry import sources
 
     parts = [HEADER]
     seen = set()

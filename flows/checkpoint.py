@@ -1,4 +1,4 @@
-"""Prefect flow ``checkpoint_tables`` (thin wiring of :mod:`tasks.checkpoint_tables`).
+"""Prefect flow ``checkpoint_tables`` (thin wiring of :mod:`nodewatch.tasks.checkpoint.tables`).
 
 Builds the failure-aware checkpoint-interval table (Frank, ch. 3) for the job shapes of the jobs table
 and/or the default shape grid, writes it to ``tables/checkpoint/<run_id>/`` (Zarr, CSV, markdown,
@@ -14,11 +14,11 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from flows.prefect_env import artifact_key
-from models.failures import FailureModel
-from tasks.checkpoint_tables import AREA, CkptCost, run_checkpoint_tables
-from tasks.settings import load_settings
-from tasks.store import Store
+from nodewatch.flows.prefect_env import artifact_key
+from nodewatch.models.checkpoint.failures import FailureModel
+from nodewatch.tasks.checkpoint.tables import AREA, CkptCost, run_checkpoint_tables
+from nodewatch.tasks.core.settings import load_settings
+from nodewatch.tasks.core.store import Store
 
 
 def run_tables(

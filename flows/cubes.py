@@ -1,6 +1,6 @@
 """Prefect flow ``build_cubes(start, end)``: staged telemetry/syslog → Zarr cubes (thin wiring).
 
-One Prefect task per cube kind calls :func:`tasks.cubes.build.build_days`, which builds and runs
+One Prefect task per cube kind calls :func:`nodewatch.tasks.cubes.build.build_days`, which builds and runs
 the Dask graph (on a LocalCluster, or on ``dask_address``). Days whose coverage marker matches the
 staged files present now are skipped unless ``force``; re-running a day rewrites the same chunks
 with the same bytes. The run manifest (``runs/<run_id>.json``) lists every day built and timings.
@@ -16,12 +16,12 @@ from prefect import flow, task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from flows.prefect_env import artifact_key
-from schemas.cubes import CUBE_KINDS, check_step
-from tasks.cubes.build import build_days, dask_client, day_complete, days_between
-from tasks.runs import RunRecorder
-from tasks.settings import load_settings
-from tasks.store import Store
+from nodewatch.flows.prefect_env import artifact_key
+from nodewatch.schemas.cubes import CUBE_KINDS, check_step
+from nodewatch.tasks.core.runs import RunRecorder
+from nodewatch.tasks.core.settings import load_settings
+from nodewatch.tasks.core.store import Store
+from nodewatch.tasks.cubes.build import build_days, dask_client, day_complete, days_between
 
 
 @task(retries=1, retry_delay_seconds=[5], task_run_name="build-{kind}-cube", cache_policy=NO_CACHE)

@@ -1,4 +1,4 @@
-"""``python -m flows.demo`` (what ``make demo`` runs): a simulated cluster end to end.
+"""``python -m nodewatch.flows.demo`` (what ``make demo`` runs): a simulated cluster end to end.
 
 64 simulated nodes, 21 days of history written in the real formats, ingested through the real
 parsers, aggregated into the cubes, one RUAD model per node trained on the history, then three
@@ -38,12 +38,12 @@ rack 2 misconfigured on the second nightly day, failures more frequent than the 
 def bootstrap(inbox: str, store: str, history_days: int = 21, epochs: int = 5, window: int = 10,
               sim: dict[str, Any] | None = None) -> dict[str, Any]:
     """Simulate ``history_days`` days into ``inbox``, ingest them, build the cubes and train RUAD per node."""
-    from flows.nightly import _ingest, cubes_task
-    from tasks.runs import RunRecorder
-    from tasks.simulate.cluster import simulate
-    from tasks.simulate.config import SimConfig
-    from tasks.store import Store
-    from tasks.train import TrainConfig, run_training
+    from nodewatch.flows.nightly import _ingest, cubes_task
+    from nodewatch.tasks.anomaly.train import TrainConfig, run_training
+    from nodewatch.tasks.core.runs import RunRecorder
+    from nodewatch.tasks.core.store import Store
+    from nodewatch.tasks.simulate.cluster import simulate
+    from nodewatch.tasks.simulate.config import SimConfig
 
     os.environ.setdefault("NODEWATCH_SERVICE_HOSTS", DEMO_SERVICE_HOSTS)
     cfg = SimConfig(**{**DEMO_DEFAULTS, **(sim or {})})
@@ -83,7 +83,7 @@ def _fmt(x: float | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the demo and print its summary."""
-    ap = argparse.ArgumentParser(prog="python -m flows.demo", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m nodewatch.flows.demo", description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="demo-output", help="output directory (inbox/ and store/), wiped first")
     ap.add_argument("--nodes", type=int, default=DEMO_DEFAULTS["n_nodes"])
     ap.add_argument("--history-days", type=int, default=21)
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from flows.nightly import nightly
+    from nodewatch.flows.nightly import nightly
 
     for name in ("distributed", "prefect", "great_expectations"):
         logging.getLogger(name).setLevel(logging.WARNING)
@@ -138,8 +138,8 @@ def main(argv: list[str] | None = None) -> int:
                   + ", ".join(f"{k} {v:.2f}" for k, v in ev["recall_by_kind"].items()))
     ck = last["outputs"].get("checkpoint_tables")
     if ck:
-        from tasks.checkpoint_tables import AREA
-        from tasks.store import Store
+        from nodewatch.tasks.checkpoint.tables import AREA
+        from nodewatch.tasks.core.store import Store
 
         st = Store(str(store))
         md = st.path(AREA, ck["run_id"], "table.md")

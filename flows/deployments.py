@@ -27,7 +27,7 @@ TRAIN_CRON = "0 3 * * 0"
 def deployments(store: str | None = None, inbox: str | None = None, demo: bool = False, timezone: str = "UTC",
                 paused: bool = False) -> list[Any]:
     """The three ``RunnerDeployment`` objects (nightly, train, backfill) with their schedules and parameters."""
-    from flows.nightly import backfill, nightly, train_weekly
+    from nodewatch.flows.nightly import backfill, nightly, train_weekly
 
     common: dict[str, Any] = {k: v for k, v in {"store": store}.items() if v is not None}
     box = {"inbox": inbox} if inbox else {}

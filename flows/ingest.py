@@ -1,7 +1,7 @@
 """Prefect flows for ingestion: ``ingest`` (one source), ``ingest_jobs`` and ``ingest_sources``.
 
 The flows are thin: each file is one task with retries (transient I/O), the pipeline logic lives
-in :mod:`tasks.ingest`. Results appear as table, markdown and link artifacts.
+in :mod:`nodewatch.tasks.ingest`. Results appear as table, markdown and link artifacts.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from prefect import flow, task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from flows.prefect_env import artifact_key
-from tasks.ingest.inputs import expand_paths
-from tasks.ingest.pipeline import Ingestor
-from tasks.ingest.run import identity_columns, new_ingestor
-from tasks.runs import RunRecorder
-from tasks.settings import load_settings
-from tasks.store import Store
+from nodewatch.flows.prefect_env import artifact_key
+from nodewatch.tasks.core.runs import RunRecorder
+from nodewatch.tasks.core.settings import load_settings
+from nodewatch.tasks.core.store import Store
+from nodewatch.tasks.ingest.inputs import expand_paths
+from nodewatch.tasks.ingest.pipeline import Ingestor
+from nodewatch.tasks.ingest.run import identity_columns, new_ingestor
 
 
 @task(retries=2, retry_delay_seconds=[2, 10], task_run_name="ingest-file-{path.name}", cache_policy=NO_CACHE)

@@ -1,14 +1,14 @@
 """Prefect flows ``nightly(day)`` and ``backfill(start, end)``: the product users run every night.
 
 ``nightly``: [demo: simulate the next day into the inbox] -> ingest every source of the day from the
-inbox (:mod:`tasks.inbox`) -> validate (row accounting of every ingest run) -> cubes for the day ->
+inbox (:mod:`nodewatch.tasks.ingest.inbox`) -> validate (row accounting of every ingest run) -> cubes for the day ->
 score every node batch with the CURRENT models -> node states (tonight's failure events) -> refresh
 the checkpoint tables (their failure fits read those events) -> report. ``backfill``: the same for a
 range of days, cube days and (day, node batch) scoring regions in parallel (regions never share a
 Zarr chunk, so parallel writers cannot corrupt the cubes); days already complete are skipped unless ``force``.
 
 Both are thin wiring: every step is a plain function in ``tasks/`` or an existing flow body
-(``flows.ingest.run_source``, ``flows.cubes.run_build``, ``flows.states.run_states_build``). I/O
+(``nodewatch.flows.ingest.run_source``, ``nodewatch.flows.cubes.run_build``, ``nodewatch.flows.states.run_states_build``). I/O
 steps are tasks with retries and exponential backoff. A scoring task covers a contiguous group of
 node batches of one day (a few per worker: orchestration stays a small share of the work) and is
 cached by (day, node batches, code version, model run, telemetry fingerprint), so a retried run
@@ -32,11 +32,18 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.tasks import exponential_backoff
 from prefect.utilities.annotations import quote
 
-from flows.prefect_env import artifact_key
-from tasks.runs import RunRecorder, code_version
-from tasks.score import PartialScoringError, ScoreJob, batch_failure, batch_nodes, day_scored, telemetry_fingerprint
-from tasks.settings import load_settings
-from tasks.store import Store
+from nodewatch.flows.prefect_env import artifact_key
+from nodewatch.tasks.anomaly.score import (
+    PartialScoringError,
+    ScoreJob,
+    batch_failure,
+    batch_nodes,
+    day_scored,
+    telemetry_fingerprint,
+)
+from nodewatch.tasks.core.runs import RunRecorder, code_version
+from nodewatch.tasks.core.settings import load_settings
+from nodewatch.tasks.core.store import Store
 
 
 class PartialRunError(RuntimeError):
@@ -51,7 +58,7 @@ IO_RETRIES = {"retries": 2, "retry_delay_seconds": exponential_backoff(backoff_f
 @task(name="simulate-day", cache_policy=NO_CACHE, **IO_RETRIES)
 def simulate_day_task(inbox: str, day: date | None) -> date:
     """Demo mode: simulate ``day`` (default: the next one) of the cluster in the inbox."""
-    from tasks.inbox import simulate_day
+    from nodewatch.tasks.ingest.inbox import simulate_day
 
     return simulate_day(Path(inbox), day)
 
@@ -59,7 +66,7 @@ def simulate_day_task(inbox: str, day: date | None) -> date:
 @task(name="build-cubes", cache_policy=NO_CACHE, **IO_RETRIES)
 def cubes_task(start: date, end: date, store: str, force: bool) -> dict[str, Any]:
     """Aggregate staged telemetry/syslog of ``start..end`` into the cubes (complete days are skipped)."""
-    from flows.cubes import run_build
+    from nodewatch.flows.cubes import run_build
 
     return run_build(start, end, store, force=force)
 
@@ -67,7 +74,7 @@ def cubes_task(start: date, end: date, store: str, force: bool) -> dict[str, Any
 @task(name="prepare-scores-cube", cache_policy=NO_CACHE, **IO_RETRIES)
 def prepare_scores_task(store: str) -> None:
     """Create/grow ``cubes/scores.zarr`` to the telemetry cube's axes (once, before fanning out)."""
-    from tasks.score import ensure_scores_cube
+    from nodewatch.tasks.anomaly.score import ensure_scores_cube
 
     ensure_scores_cube(Store(store))
 
@@ -87,7 +94,7 @@ def score_task(jobs: tuple[ScoreJob, ...], fingerprint: str | None, name: str) -
     A group with a failed batch is a failed task (never cached as done), carrying the outputs of
     the batches it did score; each failure names its batch's nodes.
     """
-    from tasks.score import score_regions
+    from nodewatch.tasks.anomaly.score import score_regions
 
     return score_regions(jobs)
 
@@ -101,7 +108,7 @@ scoring, enough that one slow group does not leave a worker idle for long."""
 def finish_day_task(store: str, day: date, kind: str, model_run: str, results: list[dict[str, Any]],
                     failures: list[dict[str, Any]], run_id: str) -> dict[str, Any]:
     """Summary parquet, alerts, heat map and day marker."""
-    from tasks.score import finish_day
+    from nodewatch.tasks.anomaly.score import finish_day
 
     return finish_day(Store(store), day, kind, model_run, results, failures, run_id)
 
@@ -109,9 +116,9 @@ def finish_day_task(store: str, day: date, kind: str, model_run: str, results: l
 @task(name="checkpoint-tables", cache_policy=NO_CACHE, **IO_RETRIES)
 def checkpoint_task(store: str) -> dict[str, Any]:
     """Refresh the checkpoint tables from the staged jobs and the observed failures."""
-    from tasks.checkpoint_tables import run_checkpoint_tables
-    from tasks.report import failure_model_for_tables
-    from tasks.score import telemetry_geometry
+    from nodewatch.tasks.anomaly.score import telemetry_geometry
+    from nodewatch.tasks.checkpoint.tables import run_checkpoint_tables
+    from nodewatch.tasks.report.nightly import failure_model_for_tables
 
     st = Store(store)
     _, tele = telemetry_geometry(st)
@@ -126,7 +133,7 @@ def checkpoint_task(store: str) -> dict[str, Any]:
 @task(name="node-states", cache_policy=NO_CACHE, **IO_RETRIES)
 def states_task(start: date, end: date, store: str) -> dict[str, Any]:
     """SaNSA node states of ``start..end`` (needs staged syslog)."""
-    from flows.states import run_states_build
+    from nodewatch.flows.states import run_states_build
 
     m = run_states_build(start, end, store)
     return {"run_id": m["run_id"], "status": m["status"], "nodes": m["outputs"].get("nodes"),
@@ -136,8 +143,8 @@ def states_task(start: date, end: date, store: str) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- shared bodies
 def _ingest(st: Store, inbox: Path, days: list[date], rec: RunRecorder) -> dict[str, Any]:
     """Ingest every source's files of ``days`` (one ingest run per source; already ingested bytes are no-ops)."""
-    from flows.ingest import INGEST_ORDER, run_source
-    from tasks.inbox import SOURCE_FORMATS, day_files, header_only
+    from nodewatch.flows.ingest import INGEST_ORDER, run_source
+    from nodewatch.tasks.ingest.inbox import SOURCE_FORMATS, day_files, header_only
 
     files: dict[str, list[str]] = {}
     empty: dict[str, list[str]] = {}
@@ -179,7 +186,7 @@ def _validation(ingest: dict[str, Any]) -> dict[str, Any]:
 def _score_days(st: Store, days: list[date], kind: str, model_run: str, force: bool, rec: RunRecorder,
                 workers: int) -> dict[date, dict[str, Any]]:
     """Score all (day, node batch) regions of ``days`` in parallel, then finish each day."""
-    from tasks.score import group_jobs, region_jobs, scores_cube_id
+    from nodewatch.tasks.anomaly.score import group_jobs, region_jobs, scores_cube_id
 
     logger = get_run_logger()
     prepare_scores_task(st.url)
@@ -229,8 +236,8 @@ def _group_name(group: tuple[ScoreJob, ...]) -> str:
 def _report(st: Store, day: date, score: dict[str, Any], steps: dict[str, Any], truth: str | None,
             checkpoint: dict[str, Any] | None) -> dict[str, Any]:
     """Evaluate against ground truth (if any), render the markdown report, publish artifacts."""
-    from tasks.report import day_flags, evaluate_day, ground_truth, report_markdown, write_report
-    from tasks.score import read_alerts, read_summary
+    from nodewatch.tasks.anomaly.score import read_alerts, read_summary
+    from nodewatch.tasks.report.nightly import day_flags, evaluate_day, ground_truth, report_markdown, write_report
 
     summary, alerts = read_summary(st, day), read_alerts(st, day)
     ev = None
@@ -271,8 +278,8 @@ def nightly(day: date | None = None, demo: bool = False, inbox: str | None = Non
     (default ``$NODEWATCH_INBOX``) holds the day's files; ``truth`` a simulator output with ground truth
     (default: the inbox in demo mode) for precision/recall in the report.
     """
-    from tasks.inbox import inbox_dir
-    from tasks.score import current_model_run
+    from nodewatch.tasks.anomaly.score import current_model_run
+    from nodewatch.tasks.ingest.inbox import inbox_dir
 
     st = _settings_store(store)
     box = inbox_dir(inbox)
@@ -307,8 +314,8 @@ def nightly(day: date | None = None, demo: bool = False, inbox: str | None = Non
         model_run = current_model_run(st, model_kind)
         with rec.step("score"):
             if not force and day_scored(st, day, model_kind):
-                from tasks.cubes.writer import read_marker
-                from tasks.score import scores_spec
+                from nodewatch.tasks.anomaly.score import scores_spec
+                from nodewatch.tasks.cubes.writer import read_marker
 
                 score = {k: v for k, v in (read_marker(st, scores_spec(), day) or {}).items()}
                 steps["score"] = {"status": "up-to-date", "details": f"already scored with {model_run}"}
@@ -366,8 +373,8 @@ def backfill(start: date, end: date, force: bool = False, inbox: str | None = No
     Cube days and (day, node batch) scoring regions run in parallel; days whose cubes and scores are
     complete (same inputs, same CURRENT model) are skipped unless ``force``.
     """
-    from tasks.cubes.build import days_between
-    from tasks.score import current_model_run
+    from nodewatch.tasks.anomaly.score import current_model_run
+    from nodewatch.tasks.cubes.build import days_between
 
     st = _settings_store(store)
     days = days_between(start, end)
@@ -420,7 +427,7 @@ def backfill(start: date, end: date, force: bool = False, inbox: str | None = No
 def train_weekly(days: int = 28, model: str = "ruad", epochs: int = 5, window: int = 10, node_batch: int = 50,
                  workers: int = 2, store: str | None = None, end: date | None = None) -> dict[str, Any]:
     """The weekly retrain: the ``train`` flow on the last ``days`` complete days before ``end`` (default: today UTC)."""
-    from flows.train import train
+    from nodewatch.flows.train import train
 
     last = (end or datetime.now(UTC).date()) - timedelta(days=1)
     return train(start=last - timedelta(days=days - 1), end=last, model=model, epochs=epochs, window=window,

@@ -1,4 +1,4 @@
-"""Prefect flows ``states_build`` and ``states_report`` (thin wiring of :mod:`tasks.states`, :mod:`tasks.state_report`).
+"""Prefect flows ``states_build`` and ``states_report`` (thin wiring of :mod:`nodewatch.tasks.states`).
 
 ``states_build(start, end)`` derives SaNSA node states for the UTC days ``start``..``end`` (inclusive)
 from staged syslog, jobs, reservations and topology and publishes ``node_states``,
@@ -16,13 +16,13 @@ from prefect import flow, task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from flows.prefect_env import artifact_key
-from schemas.manifest import RowCounts
-from tasks.runs import RunRecorder
-from tasks.settings import load_settings
-from tasks.state_report import build_report, load_states, markdown_table, write_report
-from tasks.states import build_states
-from tasks.store import Store
+from nodewatch.flows.prefect_env import artifact_key
+from nodewatch.schemas.manifest import RowCounts
+from nodewatch.tasks.core.runs import RunRecorder
+from nodewatch.tasks.core.settings import load_settings
+from nodewatch.tasks.core.store import Store
+from nodewatch.tasks.states.build import build_states
+from nodewatch.tasks.states.report import build_report, load_states, markdown_table, write_report
 
 
 def run_states_build(start: date, end: date, store: str | None = None, rebuild_cube: bool = False) -> dict[str, Any]:

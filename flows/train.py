@@ -1,9 +1,10 @@
 """Prefect flow ``train``: per-node anomaly models (RUAD or a baseline) fanned out over node batches.
 
-Thin wiring of :mod:`tasks.train`: plan the run, map :func:`tasks.train.train_batch` over the node
-batches as Prefect tasks (thread pool of ``workers``; each batch trains all its nodes as one batched
-torch computation with ``threads`` torch threads), then evaluate, move ``CURRENT`` and publish
-the evaluation as table/markdown/link artifacts. The run manifest is ``runs/<run_id>.json``.
+Thin wiring of :mod:`nodewatch.tasks.anomaly.train`: plan the run, map
+:func:`~nodewatch.tasks.anomaly.train.train_batch` over the node batches as Prefect tasks (thread pool of
+``workers``; each batch trains all its nodes as one batched torch computation with ``threads`` torch threads),
+then evaluate, move ``CURRENT`` and publish the evaluation as table/markdown/link artifacts. The run manifest
+is ``runs/<run_id>.json``.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact, cr
 from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.prefect_env import artifact_key
-from tasks.settings import load_settings
-from tasks.store import Store
-from tasks.train import RunPlan, TrainConfig, finish_run, plan_as_dict, plan_run, train_batch
+from nodewatch.flows.prefect_env import artifact_key
+from nodewatch.tasks.anomaly.train import RunPlan, TrainConfig, finish_run, plan_as_dict, plan_run, train_batch
+from nodewatch.tasks.core.settings import load_settings
+from nodewatch.tasks.core.store import Store
 
 
 @task(task_run_name="train-batch-{index}", cache_policy=NO_CACHE, retries=0)

@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
-from schemas.names import NODE_NAME_PATTERN
-from schemas.table import Column, TableSchema
+from nodewatch.schemas.names import NODE_NAME_PATTERN
+from nodewatch.schemas.table import Column, TableSchema
 
 SERVICE_STATES = ("OK", "WARNING", "CRITICAL", "UNKNOWN")
 HOST_STATES = ("UP", "DOWN", "UNREACHABLE")

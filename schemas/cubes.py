@@ -269,9 +269,9 @@ def spec_for(kind: str, step: str | pd.Timedelta = "15min") -> CubeSpec:
 
 
 def metric_attrs(name: str) -> dict[str, Any]:
-    """CF attrs of one metric from the catalogue (``schemas.metrics``), or a fallback (unit ``"1"``)."""
+    """CF attrs of one metric from the catalogue (``nodewatch.schemas.metrics``), or a fallback (unit ``"1"``)."""
     try:
-        from schemas.metrics import CATALOGUE  # optional: written by another module owner
+        from nodewatch.schemas.metrics import CATALOGUE  # optional: written by another module owner
     except ImportError:  # pragma: no cover - catalogue always present once merged
         CATALOGUE = {}
     m = CATALOGUE.get(name)

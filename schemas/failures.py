@@ -1,8 +1,8 @@
 """The staged ``failures`` table: one row per failure/interrupt record of a node or component.
 
 Sources: the LANL failure records 1996-2005 (LA-UR-05-7318) and the PNNL MPP2 hardware event trace
-(parsers in :mod:`tasks.ingest.failures`). Node failures derived from node states arrive later as
-``failure_events``; the fits (:mod:`tasks.failure_fits`) take a plain (group, node, start) frame
+(parsers in :mod:`nodewatch.tasks.ingest.failures`). Node failures derived from node states arrive later as
+``failure_events``; the fits (:mod:`nodewatch.tasks.checkpoint.fits`) take a plain (group, node, start) frame
 so both feed them.
 
 Conventions: ``start`` is when the problem started (UTC; the sources give local site time, see the
@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
-from schemas.names import NODE_NAME_PATTERN
-from schemas.table import Column, Expectation, TableSchema
+from nodewatch.schemas.names import NODE_NAME_PATTERN
+from nodewatch.schemas.table import Column, Expectation, TableSchema
 
 OLDEST_FAILURE = datetime(1990, 1, 1, tzinfo=UTC)
 """Failure records before this are corrupt dates."""

@@ -1,4 +1,4 @@
-"""Great Expectations suites generated from :class:`schemas.table.TableSchema` definitions.
+"""Great Expectations suites generated from :class:`nodewatch.schemas.table.TableSchema` definitions.
 
 The suite is built from :meth:`TableSchema.expectations` plus run-time expectations that depend
 on the run (ingest window / "not in the future" bound on the time column, the set of known
@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from schemas.table import Expectation, TableSchema
+from nodewatch.schemas.table import Expectation, TableSchema
 
 OLDEST_VALID = datetime(1990, 1, 1)
 """Timestamps before this are rejected by every table (clock not set / epoch zero)."""

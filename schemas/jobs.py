@@ -1,6 +1,6 @@
 """The staged ``jobs`` table: one row per job allocation or job step, from SWF traces or ``sacct -P`` dumps.
 
-Both job-record parsers (:mod:`tasks.ingest.jobs_swf`, :mod:`tasks.ingest.jobs_sacct`) produce rows of
+Both job-record parsers (:mod:`nodewatch.tasks.ingest.jobs_swf`, :mod:`nodewatch.tasks.ingest.jobs_sacct`) produce rows of
 this schema (plus ``source_offset``). Conventions:
 
 * ``step`` is null for the allocation (the job itself) and holds the step name for job steps
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from schemas.table import Column, Expectation, TableSchema
+from nodewatch.schemas.table import Column, Expectation, TableSchema
 
 JOB_STATES: tuple[str, ...] = (
     "COMPLETED",

@@ -7,8 +7,8 @@ inclusive valid range and a kind:
 * ``gauge``: an instantaneous value, staged as read;
 * ``counter``: a monotonically increasing total (bytes, packets, errors, I/O operations). Counters
   are **never staged raw**: the telemetry parsers convert them to per-second rates with
-  :func:`tasks.counters.counter_rates` and stage the rate under :attr:`Metric.rate_name`
-  (``<name>_rate``), a gauge in this catalogue with unit ``<unit> s-1``. See ``tasks/counters.py``
+  :func:`nodewatch.tasks.core.counters.counter_rates` and stage the rate under :attr:`Metric.rate_name`
+  (``<name>_rate``), a gauge in this catalogue with unit ``<unit> s-1``. See ``tasks/core/counters.py``
   for reset handling.
 
 Names are a superset of what ``tasks/simulate/metrics.py`` writes (checked by

@@ -16,8 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.table import Column, Expectation, TableSchema
-from schemas.topology import node_name_mask
+from nodewatch.schemas.table import Column, Expectation, TableSchema
+from nodewatch.schemas.topology import node_name_mask
 
 SLURM_FLAGS = frozenset(
     {

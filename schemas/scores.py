@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from schemas.cubes import CubeSpec, VarSpec, check_step
+from nodewatch.schemas.cubes import CubeSpec, VarSpec, check_step
 
 SCORES = "scores"
 TOP_METRICS = 3

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from schemas.names import NODE_NAME_PATTERN
-from schemas.table import Column, Expectation, TableSchema
+from nodewatch.schemas.names import NODE_NAME_PATTERN
+from nodewatch.schemas.table import Column, Expectation, TableSchema
 
 STATE_NAMES: tuple[str, ...] = (
     "DOWN",

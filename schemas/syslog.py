@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from schemas.names import NODE_NAME_PATTERN
-from schemas.table import Column, TableSchema
+from nodewatch.schemas.names import NODE_NAME_PATTERN
+from nodewatch.schemas.table import Column, TableSchema
 
 SOURCE_FORMATS = ("rfc5424", "rfc3164", "rsyslog", "bgl", "hpc")
 """Values of ``source_format``: the name of the parser format that produced the row."""

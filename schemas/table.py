@@ -3,7 +3,7 @@
 A :class:`TableSchema` lists its :class:`Column` definitions. From it we derive
 
 * the Arrow schema used to write staged parquet (:meth:`TableSchema.arrow_schema`),
-* the Great Expectations suite used to validate rows (:func:`schemas.gx_suite.build_suite`),
+* the Great Expectations suite used to validate rows (:func:`nodewatch.schemas.gx_suite.build_suite`),
 * the column reference in ``docs/`` (:meth:`TableSchema.markdown`).
 
 Expectations are described here as plain data (:class:`Expectation`) so this module does not
@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from schemas.names import NODE_NAME_MAX_LEN, NODE_NAME_PATTERN
+from nodewatch.schemas.names import NODE_NAME_MAX_LEN, NODE_NAME_PATTERN
 
 
 @dataclass(frozen=True)

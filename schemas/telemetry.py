@@ -15,7 +15,7 @@ telemetry ``SourceSpec.row_checks`` (``tasks/ingest/base.py``): each is a functi
 (True = the row fails), fully vectorised (one ``index_in`` + numpy comparisons per batch):
 
 * ``expect_column_values_to_be_finite(value)``: NaN, +inf, -inf fail;
-* ``expect_metric_in_catalogue(metric)``: metrics not in :data:`schemas.metrics.STAGED_METRICS`
+* ``expect_metric_in_catalogue(metric)``: metrics not in :data:`nodewatch.schemas.metrics.STAGED_METRICS`
   fail (unknown-metric policy: quarantine, see ``schemas/metrics.py``);
 * ``expect_metric_values_in_catalogue_range(value)``: ``value`` outside ``[min, max]`` of its metric.
 
@@ -37,9 +37,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.metrics import CATALOGUE, STAGED_METRICS, staged_bounds
-from schemas.names import NODE_NAME_PATTERN
-from schemas.table import Column, Expectation, TableSchema
+from nodewatch.schemas.metrics import CATALOGUE, STAGED_METRICS, staged_bounds
+from nodewatch.schemas.names import NODE_NAME_PATTERN
+from nodewatch.schemas.table import Column, Expectation, TableSchema
 
 FINITE_LABEL = "expect_column_values_to_be_finite(value)"
 CATALOGUE_LABEL = "expect_metric_in_catalogue(metric)"

@@ -1,6 +1,6 @@
 """Staged ``topology`` table: where every node sits (rack, row, chassis, position), its architecture
 and its host aliases. It is the source of the *known nodes* and of the alias map that the other
-parsers apply (``tasks.ingest.topology.load_topology``).
+parsers apply (``nodewatch.tasks.ingest.topology.load_topology``).
 
 Each ingested topology file is a complete snapshot valid from ``valid_from`` (the file's
 modification time, ``ParseContext.reference_time``); the current topology is the snapshot staged by
@@ -21,8 +21,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.names import NODE_NAME_PATTERN
-from schemas.table import Column, TableSchema
+from nodewatch.schemas.names import NODE_NAME_PATTERN
+from nodewatch.schemas.table import Column, TableSchema
 
 ALIAS_REGEX_LABEL = "expect_list_values_to_match_regex(aliases)"
 ALIAS_AMBIGUOUS_LABEL = "expect_aliases_unambiguous(aliases)"
@@ -54,7 +54,7 @@ NODE_NAME_RE2 = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,62}$"
 
 
 def node_name_mask(values: pa.Array) -> np.ndarray:
-    """Vectorised :func:`schemas.names.is_valid_node_name` (True = valid) for a string array."""
+    """Vectorised :func:`nodewatch.schemas.names.is_valid_node_name` (True = valid) for a string array."""
     ok = pc.fill_null(pc.match_substring_regex(values, NODE_NAME_RE2), False)
     ok = pc.and_(ok, pc.invert(pc.fill_null(pc.match_substring(values, ".."), True)))
     ok = pc.and_(ok, pc.invert(pc.fill_null(pc.ends_with(values, "."), True)))

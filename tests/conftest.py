@@ -42,6 +42,6 @@ def prefect_harness():
 @pytest.fixture
 def store(tmp_path):
     """A fresh local store."""
-    from tasks.store import Store
+    from nodewatch.tasks.core.store import Store
 
     return Store(str(tmp_path / "store"))

@@ -21,7 +21,7 @@ def test_cli_commands_named_in_docs_exist():
     """Every `nodewatch <group> <cmd>` mentioned in README/docs is a real command (checked via --help)."""
     from typer.testing import CliRunner
 
-    from flows.cli import app
+    from nodewatch.flows.cli import app
 
     runner = CliRunner()
     texts = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -48,5 +48,5 @@ def test_cli_commands_named_in_docs_exist():
 
 
 def test_help_runs_without_error():
-    out = subprocess.run([sys.executable, "-m", "flows.cli", "--help"], capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run([sys.executable, "-m", "nodewatch.flows.cli", "--help"], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0 and "ingest" in out.stdout

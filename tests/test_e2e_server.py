@@ -121,7 +121,7 @@ def env(tmp_path_factory):
             time.sleep(1)
         inbox = base / "inbox"
         boot = subprocess.run(
-            [sys.executable, "-c", "import json,sys; from flows.demo import bootstrap; "
+            [sys.executable, "-c", "import json,sys; from nodewatch.flows.demo import bootstrap; "
              f"r = bootstrap({str(inbox)!r}, {str(base / 'store')!r}, {HISTORY}, 1, 10, json.loads(sys.argv[1])); "
              "print(json.dumps(r['train'], default=str))", json.dumps(SIM)],
             env=e, cwd=REPO, capture_output=True, text=True, timeout=900)

@@ -18,8 +18,8 @@ import typer
 from rich.console import Console
 
 if TYPE_CHECKING:
-    from tasks.settings import Settings
-    from tasks.store import Store
+    from nodewatch.tasks.core.settings import Settings
+    from nodewatch.tasks.core.store import Store
 
 console = Console()
 err_console = Console(stderr=True)
@@ -51,7 +51,7 @@ def _root(
     config: Annotated[Path | None, typer.Option(help="TOML settings file. Env: NODEWATCH_CONFIG.")] = None,
 ) -> None:
     """Global options shared by all commands."""
-    from tasks.settings import set_default_config
+    from nodewatch.tasks.core.settings import set_default_config
 
     _STATE["store"] = store
     _STATE["config"] = config
@@ -60,14 +60,14 @@ def _root(
 
 def settings() -> Settings:
     """Settings built from the global options, env and TOML file."""
-    from tasks.settings import load_settings
+    from nodewatch.tasks.core.settings import load_settings
 
     return load_settings(_STATE.get("config"), store=_STATE.get("store"))  # type: ignore[arg-type]
 
 
 def get_store() -> Store:
     """The store selected by global options / settings."""
-    from tasks.store import Store
+    from nodewatch.tasks.core.store import Store
 
     return Store(settings().store)
 
@@ -87,9 +87,9 @@ _discover()
 
 def main() -> None:
     """Console-script entry point: run the app, turning user errors into one-line messages."""
-    from schemas.names import UnsafeNameError
-    from tasks.ingest.inputs import InputError
-    from tasks.settings import SettingsError
+    from nodewatch.schemas.names import UnsafeNameError
+    from nodewatch.tasks.core.settings import SettingsError
+    from nodewatch.tasks.ingest.inputs import InputError
 
     try:
         app()

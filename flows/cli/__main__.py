@@ -1,5 +1,5 @@
-"""``python -m flows.cli`` is the same as the ``nodewatch`` console script."""
+"""``python -m nodewatch.flows.cli`` is the same as the ``nodewatch`` console script."""
 
-from flows.cli import main
+from nodewatch.flows.cli import main
 
 main()

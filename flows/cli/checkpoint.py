@@ -13,8 +13,8 @@ checkpoint_app = typer.Typer(
 
 
 def _dur(text: str, what: str) -> float:
-    from flows.cli import UserError
-    from tasks.failure_fits import parse_duration_hours
+    from nodewatch.flows.cli import UserError
+    from nodewatch.tasks.checkpoint.fits import parse_duration_hours
 
     try:
         return parse_duration_hours(text, what)
@@ -23,7 +23,7 @@ def _dur(text: str, what: str) -> float:
 
 
 def _shapes(values: list[float], what: str) -> list[float]:
-    from flows.cli import UserError
+    from nodewatch.flows.cli import UserError
 
     for v in values:
         if not v > 0:
@@ -48,8 +48,9 @@ def interval(
     """Print the aware checkpoint interval for one job with Daly's and Young's beside it."""
     import math
 
-    from flows.cli import UserError, console
-    from models.checkpoint import (
+    from nodewatch.flows.cli import UserError, console
+    from nodewatch.models.checkpoint.failures import job_mtbf
+    from nodewatch.models.checkpoint.intervals import (
         aware_interval,
         daly_first_order_interval,
         daly_interval,
@@ -57,7 +58,6 @@ def interval(
         expected_makespan,
         young_interval,
     )
-    from models.failures import job_mtbf
 
     if nodes < 1:
         raise UserError(f"--nodes must be >= 1, got {nodes}")
@@ -130,7 +130,7 @@ def tables(
     no_prefect: Annotated[bool, typer.Option(help="Run without Prefect (no flow run, no artifacts).")] = False,
 ) -> None:
     """Build the checkpoint-interval tables into tables/checkpoint/<run_id>/ and point CURRENT at them."""
-    from flows.cli import UserError, console, settings
+    from nodewatch.flows.cli import UserError, console, settings
 
     models = []
     for text in mtbf_node or []:
@@ -172,11 +172,11 @@ def tables(
     )
     try:
         if no_prefect:
-            from flows.checkpoint import run_tables
+            from nodewatch.flows.checkpoint import run_tables
 
             m = run_tables(**kw)
         else:
-            from flows.checkpoint import checkpoint_tables
+            from nodewatch.flows.checkpoint import checkpoint_tables
 
             m = checkpoint_tables(**kw)
     except (ValueError, ArithmeticError) as e:
@@ -217,8 +217,8 @@ def trace_savings_cmd(
 
     from rich.table import Table
 
-    from flows.cli import UserError, console, get_store
-    from tasks.checkpoint_tables import load_jobs, read_trace, trace_runtimes, trace_savings
+    from nodewatch.flows.cli import UserError, console, get_store
+    from nodewatch.tasks.checkpoint.tables import load_jobs, read_trace, trace_runtimes, trace_savings
 
     if (trace is None) == (jobs is None):
         raise UserError("give exactly one of --trace FILE or --jobs staged|RUN_ID")
@@ -267,9 +267,9 @@ def trace_savings_cmd(
 @checkpoint_app.command("show")
 def show(run_id: Annotated[str | None, typer.Argument(help="Run id (default: CURRENT).")] = None) -> None:
     """Print the markdown summary of a checkpoint-table run."""
-    from flows.cli import UserError, console, get_store
-    from schemas.names import check_path_token
-    from tasks.checkpoint_tables import AREA
+    from nodewatch.flows.cli import UserError, console, get_store
+    from nodewatch.schemas.names import check_path_token
+    from nodewatch.tasks.checkpoint.tables import AREA
 
     st = get_store()
     rid = run_id or st.current(AREA)

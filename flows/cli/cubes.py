@@ -14,7 +14,7 @@ cubes_app = typer.Typer(help="Build and inspect the Zarr cubes (cubes/telemetry.
 
 
 def _day(value: str, what: str) -> date:
-    from flows.cli import UserError
+    from nodewatch.flows.cli import UserError
 
     try:
         return date.fromisoformat(value)
@@ -34,9 +34,9 @@ def build(
     processes: Annotated[bool, typer.Option(help="LocalCluster with worker processes instead of threads.")] = False,
 ) -> None:
     """Aggregate staged telemetry/syslog of START..END into the cubes (idempotent per day)."""
-    from flows.cli import UserError, console, settings
-    from flows.cubes import build_cubes
-    from schemas.cubes import CUBE_KINDS
+    from nodewatch.flows.cli import UserError, console, settings
+    from nodewatch.flows.cubes import build_cubes
+    from nodewatch.schemas.cubes import CUBE_KINDS
 
     s, e = _day(start, "start"), _day(end, "end")
     if e < s:
@@ -80,9 +80,9 @@ def info(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Dims, chunks, size on disk and coverage per day of a cube."""
-    from flows.cli import UserError, console, get_store
-    from schemas.cubes import CUBE_KINDS
-    from tasks.cubes.info import cube_info
+    from nodewatch.flows.cli import UserError, console, get_store
+    from nodewatch.schemas.cubes import CUBE_KINDS
+    from nodewatch.tasks.cubes.info import cube_info
 
     if kind not in CUBE_KINDS:
         raise UserError(f"--kind {kind!r}: expected one of {', '.join(CUBE_KINDS)}")
@@ -129,9 +129,9 @@ def plot(
     end: Annotated[str | None, typer.Option(help="Last time shown (ISO).")] = None,
 ) -> None:
     """PNG of one node × metric: mean, mean ± std and min–max per window."""
-    from flows.cli import UserError, console, get_store
-    from schemas.names import check_node_name, check_path_token
-    from tasks.cubes.plot import plot_node_metric
+    from nodewatch.flows.cli import UserError, console, get_store
+    from nodewatch.schemas.names import check_node_name, check_path_token
+    from nodewatch.tasks.cubes.plot import plot_node_metric
 
     check_node_name(node)
     check_path_token(metric, "metric")

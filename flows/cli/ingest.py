@@ -14,7 +14,7 @@ import typer
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from tasks.settings import Settings
+    from nodewatch.tasks.core.settings import Settings
 
 ingest_app = typer.Typer(
     help=(
@@ -28,7 +28,7 @@ ingest_app = typer.Typer(
 
 def print_summary(manifest: dict) -> None:
     """One-screen rich summary of an ingest run."""
-    from flows.cli import console
+    from nodewatch.flows.cli import console
 
     t = Table(title=f"run {manifest['run_id']} — {manifest['status']}")
     for col in ("file", "format", "status", "rows in", "staged", "quarantined", "duplicates"):
@@ -74,8 +74,8 @@ def _make_command(source: str, help_text: str, formats: list[str]) -> Callable[.
         tz: Annotated[str, typer.Option(help="Time zone of inputs whose timestamps carry none.")] = "UTC",
         data_docs: Annotated[bool, typer.Option("--data-docs/--no-data-docs", help="Write GX Data Docs.")] = True,
     ) -> None:
-        from flows.cli import settings
-        from flows.ingest import ingest
+        from nodewatch.flows.cli import settings
+        from nodewatch.flows.ingest import ingest
 
         s = settings()
         _run(source, lambda: ingest(source, list(paths), fmt, _utc(start), _utc(end), s.store, tz, data_docs))
@@ -104,8 +104,8 @@ def _make_jobs_command(help_text: str, formats: list[str]) -> Callable[..., None
             ),
         ] = None,
     ) -> None:
-        from flows.cli import settings
-        from flows.ingest import ingest_jobs
+        from nodewatch.flows.cli import settings
+        from nodewatch.flows.ingest import ingest_jobs
 
         s = settings() if hash_users is None else _settings_with(hash_users=hash_users)
         _run(
@@ -121,14 +121,14 @@ def _make_jobs_command(help_text: str, formats: list[str]) -> Callable[..., None
 
 def _settings_with(**overrides: object) -> "Settings":
     """The CLI settings with ``overrides`` (checked now: e.g. --hash-users without a salt is refused here)."""
-    from flows.cli import _STATE
-    from tasks.settings import load_settings
+    from nodewatch.flows.cli import _STATE
+    from nodewatch.tasks.core.settings import load_settings
 
     return load_settings(_STATE.get("config"), store=_STATE.get("store"), **overrides)  # type: ignore[arg-type]
 
 
 def _run(source: str, run: Callable[[], dict]) -> None:
-    from flows.cli import console
+    from nodewatch.flows.cli import console
 
     with console.status(f"ingesting {source} …"):
         manifest = run()
@@ -145,7 +145,7 @@ def _utc(t: datetime | None) -> datetime | None:
 
 def register(app: typer.Typer) -> None:
     """Add ``ingest`` with one sub-command per discovered source."""
-    from tasks.ingest.registry import discovery_errors, sources
+    from nodewatch.tasks.ingest.registry import discovery_errors, sources
 
     for name, spec in sources().items():
         fmts = [f.name for f in spec.formats]

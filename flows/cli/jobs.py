@@ -10,7 +10,7 @@ import typer
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from tasks.store import Store
+    from nodewatch.tasks.core.store import Store
 
 jobs_app = typer.Typer(help="Look at staged job records (Slurm sacct / SWF).", no_args_is_help=True)
 
@@ -18,8 +18,8 @@ jobs_app = typer.Typer(help="Look at staged job records (Slurm sacct / SWF).", n
 def load_jobs(store: Store, run: str) -> tuple[pa.Table, str]:
     """Staged jobs written by ``run`` (a run id, ``latest`` job ingest run, or ``all``) and the run id
     (``latest`` resolved)."""
-    from flows.cli import UserError
-    from tasks.runs import load_manifest
+    from nodewatch.flows.cli import UserError
+    from nodewatch.tasks.core.runs import load_manifest
 
     if run == "all":
         t = store.read_staged("jobs")
@@ -51,8 +51,8 @@ def shapes(
     """Bucket jobs by node count (powers of two) × runtime (log-spaced): job counts and node-hours per bucket."""
     import pyarrow.compute as pc
 
-    from flows.cli import UserError, console, get_store
-    from tasks.shapes import format_shapes_table, job_shapes, plot_shapes
+    from nodewatch.flows.cli import UserError, console, get_store
+    from nodewatch.tasks.checkpoint.shapes import format_shapes_table, job_shapes, plot_shapes
 
     store = get_store()
     t, run = load_jobs(store, run)

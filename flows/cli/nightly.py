@@ -9,7 +9,7 @@ import typer
 
 
 def _day(s: str | None, what: str) -> date | None:
-    from flows.cli import UserError
+    from nodewatch.flows.cli import UserError
 
     if s is None:
         return None
@@ -32,14 +32,14 @@ def register(app: typer.Typer) -> None:
         force: Annotated[bool, typer.Option(help="rebuild and rescore even if the day is complete")] = False,
     ) -> None:
         """Run the nightly flow for one day: ingest, validate, cubes, score, checkpoint tables, states, report."""
-        from flows.cli import console, settings
-        from flows.nightly import PartialRunError, nightly
+        from nodewatch.flows.cli import console, settings
+        from nodewatch.flows.nightly import PartialRunError, nightly
 
         try:
             m = nightly(day=_day(day, "--date"), demo=demo, inbox=inbox, store=settings().store, model_kind=model,
                         truth=truth, force=force)
         except PartialRunError as e:
-            from flows.cli import UserError
+            from nodewatch.flows.cli import UserError
 
             raise UserError(str(e)) from None
         sc = m["outputs"].get("score", {})
@@ -59,8 +59,8 @@ def register(app: typer.Typer) -> None:
         workers: Annotated[int, typer.Option(help="parallel scoring tasks")] = 2,
     ) -> None:
         """Re-run days start..end in parallel (cubes + scores); complete days are skipped unless --force."""
-        from flows.cli import UserError, console, settings
-        from flows.nightly import PartialRunError, backfill
+        from nodewatch.flows.cli import UserError, console, settings
+        from nodewatch.flows.nightly import PartialRunError, backfill
 
         s, e = _day(start, "--start"), _day(end, "--end")
         assert s is not None and e is not None

@@ -17,8 +17,8 @@ def list_runs(
     last: Annotated[int, typer.Option(help="Show the last N runs.")] = 20,
 ) -> None:
     """List runs, newest last, with status and row counts."""
-    from flows.cli import console, get_store
-    from tasks.runs import load_manifest
+    from nodewatch.flows.cli import console, get_store
+    from nodewatch.tasks.core.runs import load_manifest
 
     store = get_store()
     t = Table(title=f"runs in {store.url}")
@@ -45,8 +45,8 @@ def show_run(
     as_json: Annotated[bool, typer.Option("--json", help="Print the raw manifest JSON.")] = False,
 ) -> None:
     """Show one run manifest: parameters, inputs, counts per table, outputs, timings, errors."""
-    from flows.cli import UserError, console, get_store
-    from tasks.runs import load_manifest
+    from nodewatch.flows.cli import UserError, console, get_store
+    from nodewatch.tasks.core.runs import load_manifest
 
     store = get_store()
     ids = store.list_runs()

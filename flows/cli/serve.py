@@ -21,8 +21,8 @@ def register(app: typer.Typer) -> None:
         """Serve deployments nightly (02:00), train (Sunday 03:00) and backfill (on demand) to PREFECT_API_URL."""
         import os
 
-        from flows.cli import console, settings
-        from flows.deployments import serve_deployments
+        from nodewatch.flows.cli import console, settings
+        from nodewatch.flows.deployments import serve_deployments
 
         api = os.environ.get("PREFECT_API_URL")
         if not api:

@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
         port: Annotated[int, typer.Option(help="port of the UI and API")] = 4200,
     ) -> None:
         """Start the Prefect server in the foreground (Ctrl-C stops it)."""
-        from flows.cli import console
+        from nodewatch.flows.cli import console
 
         env = dict(os.environ)
         db = env.get("PREFECT_API_DATABASE_CONNECTION_URL")

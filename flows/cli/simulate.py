@@ -26,7 +26,7 @@ sim_app = typer.Typer(help="Simulated 1000-node cluster writing real formats wit
 
 
 def _parse_step(step: str) -> int:
-    from flows.cli import UserError
+    from nodewatch.flows.cli import UserError
 
     units = {"s": 1, "sec": 1, "min": 60, "m": 60, "h": 3600}
     for u in sorted(units, key=len, reverse=True):
@@ -65,9 +65,9 @@ def simulate_cmd(
         return
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from flows.cli import UserError, console
-    from tasks.simulate.cluster import load_state, simulate
-    from tasks.simulate.config import SimConfig
+    from nodewatch.flows.cli import UserError, console
+    from nodewatch.tasks.simulate.cluster import load_state, simulate
+    from nodewatch.tasks.simulate.config import SimConfig
 
     if out is None:
         raise UserError("--out DIR is required")
@@ -146,9 +146,9 @@ def plot_cmd(
     node: Annotated[str | None, typer.Option(help="Node to plot (default: one with a failure and anomalies).")] = None,
 ) -> None:
     """Plot one node's week: jobs, metrics, anomalies, precursors and failures."""
-    from flows.cli import UserError, console
-    from schemas.names import check_node_name
-    from tasks.simulate.plot import plot_node_week
+    from nodewatch.flows.cli import UserError, console
+    from nodewatch.schemas.names import check_node_name
+    from nodewatch.tasks.simulate.plot import plot_node_week
 
     if node is not None:
         check_node_name(node)

@@ -32,7 +32,7 @@ _CHARS = {
 
 
 def _day(s: str) -> date:
-    from flows.cli import UserError
+    from nodewatch.flows.cli import UserError
 
     try:
         return date.fromisoformat(s)
@@ -45,7 +45,7 @@ def _instant(s: str, is_end: bool) -> int:
 
     Datetimes without a zone are UTC; ``Z`` and offsets are accepted.
     """
-    from flows.cli import UserError
+    from nodewatch.flows.cli import UserError
 
     try:
         d = date.fromisoformat(s)
@@ -71,8 +71,8 @@ def fmt_range(lo: int, hi: int) -> str:
 
 
 def _wrap(fn):  # noqa: ANN001, ANN202
-    from flows.cli import UserError
-    from tasks.states import StatesError
+    from nodewatch.flows.cli import UserError
+    from nodewatch.tasks.states.build import StatesError
 
     try:
         return fn()
@@ -88,16 +88,16 @@ def build(
     no_prefect: Annotated[bool, typer.Option(help="Run without Prefect (no flow run, no artifacts).")] = False,
 ) -> None:
     """Derive node states from staged syslog/jobs/reservations/topology; write node_states, failure_events, state cube."""
-    from flows.cli import console, settings
+    from nodewatch.flows.cli import console, settings
 
     s, e = _day(start), _day(end)
     store = settings().store
     if no_prefect:
-        from flows.states import run_states_build
+        from nodewatch.flows.states import run_states_build
 
         m = _wrap(lambda: run_states_build(s, e, store, rebuild_cube))
     else:
-        from flows.states import states_build
+        from nodewatch.flows.states import states_build
 
         m = _wrap(lambda: states_build(s, e, store, rebuild_cube))
     console.print(
@@ -126,9 +126,9 @@ def show(
     from rich.table import Table
     from rich.text import Text
 
-    from flows.cli import UserError, console, get_store
-    from schemas.names import check_node_name
-    from tasks.states import day_range
+    from nodewatch.flows.cli import UserError, console, get_store
+    from nodewatch.schemas.names import check_node_name
+    from nodewatch.tasks.states.build import day_range
 
     check_node_name(node)
     lo, hi = _instant(start, False), _instant(end, True)
@@ -189,17 +189,17 @@ def report(
     no_prefect: Annotated[bool, typer.Option(help="Run without Prefect (no flow run, no artifacts).")] = False,
 ) -> None:
     """Analytics: Table II, transitions, Table III, Gaussian anomalies, rack under-use, correlated failures (tables + PNGs)."""
-    from flows.cli import console, get_store, settings
-    from tasks.state_report import markdown_table
+    from nodewatch.flows.cli import console, get_store, settings
+    from nodewatch.tasks.states.report import markdown_table
 
     s, e = _day(start), _day(end)
     store = settings().store
     if no_prefect:
-        from flows.states import run_states_report
+        from nodewatch.flows.states import run_states_report
 
         m, _items = _wrap(lambda: run_states_report(s, e, store, target_anomalies))
     else:
-        from flows.states import states_report
+        from nodewatch.flows.states import states_report
 
         m = _wrap(lambda: states_report(s, e, store, target_anomalies))
     import pandas as pd

@@ -9,7 +9,7 @@ import typer
 
 
 def _day(s: str) -> date:
-    from flows.cli import UserError
+    from nodewatch.flows.cli import UserError
 
     try:
         return date.fromisoformat(s)
@@ -35,8 +35,8 @@ def train_command(
     """Train one anomaly model per node from cubes/telemetry.zarr into models/<kind>/<run_id>/ (CURRENT moves at the end)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from flows.cli import UserError, console, settings
-    from tasks import train as T
+    from nodewatch.flows.cli import UserError, console, settings
+    from nodewatch.tasks.anomaly import train as T
 
     s, e = _day(start), _day(end)
     node_list = [n.strip() for item in (nodes or []) for n in item.split(",") if n.strip()] or None
@@ -66,13 +66,13 @@ def train_command(
         with progress:
             try:
                 if no_prefect:
-                    from tasks.store import Store
+                    from nodewatch.tasks.core.store import Store
 
                     cfg = T.TrainConfig(model=model, mode=mode, window=window, epochs=epochs, node_batch=node_batch,
                                         workers=workers, compare=compare, train_end=train_end)
                     out = T.run_training(Store(store), s, e, cfg, node_list, labels)
                 else:
-                    from flows.train import train_with_workers
+                    from nodewatch.flows.train import train_with_workers
 
                     out = train_with_workers(workers)(start=s, end=e, model=model, mode=mode, window=window, epochs=epochs,
                                                       nodes=node_list, labels=labels, node_batch=node_batch, workers=workers,

@@ -2,7 +2,7 @@
 
 Entry points for other modules and flows:
 
-* :func:`tasks.cubes.build.build_days` – build days of a cube on a Dask client;
+* :func:`nodewatch.tasks.cubes.build.build_days` – build days of a cube on a Dask client;
 * :func:`open_telemetry_cube` / :func:`open_syslog_cube` – the cubes as ``xarray.Dataset`` (lazy);
 * :func:`day_complete` – whether a day was built from the staged files present now.
 """
@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tasks.cubes.build import day_complete
+from nodewatch.tasks.cubes.build import day_complete
 
 if TYPE_CHECKING:
     import xarray as xr
 
-    from tasks.store import Store
+    from nodewatch.tasks.core.store import Store
 
 __all__ = ["day_complete", "open_syslog_cube", "open_telemetry_cube"]
 
@@ -24,14 +24,14 @@ __all__ = ["day_complete", "open_syslog_cube", "open_telemetry_cube"]
 def _open(store: Store, key: str) -> xr.Dataset:
     import xarray as xr
 
-    from tasks.cubes.writer import quiet_consolidated
+    from nodewatch.tasks.cubes.writer import quiet_consolidated
 
     if not store.exists("cubes", key, "zarr.json"):
         raise FileNotFoundError(f"no cube {store.url_of('cubes', key)}: run `nodewatch cubes build --start ... --end ...` first")
     with quiet_consolidated():
         ds = xr.open_zarr(store.url_of("cubes", key), consolidated=True, zarr_format=3)
     if key == "syslog.zarr":
-        from schemas.cubes import SYSLOG_FILL
+        from nodewatch.schemas.cubes import SYSLOG_FILL
 
         for name in ("lines", "lines_1min"):
             if name in ds and "_FillValue" not in ds[name].encoding:  # cube built before the fill was declared

@@ -25,11 +25,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from schemas.cubes import SYSLOG, TELEMETRY, CubeSpec, spec_for
-from schemas.names import is_valid_node_name
-from tasks.cubes.layout import Region, batches
-from tasks.cubes.syslog import count_lines, syslog_nodes
-from tasks.cubes.telemetry import (
+from nodewatch.schemas.cubes import SYSLOG, TELEMETRY, CubeSpec, spec_for
+from nodewatch.schemas.names import is_valid_node_name
+from nodewatch.tasks.core.store import Store
+from nodewatch.tasks.cubes.layout import Region, batches
+from nodewatch.tasks.cubes.syslog import count_lines, syslog_nodes
+from nodewatch.tasks.cubes.telemetry import (
     DEFAULT_SLAB_ROWS,
     ScanReport,
     WindowStats,
@@ -39,8 +40,7 @@ from tasks.cubes.telemetry import (
     scan_slab,
     split_by_batch,
 )
-from tasks.cubes.writer import Geometry, ensure_cube, input_fingerprint, read_marker, write_marker, write_region
-from tasks.store import Store
+from nodewatch.tasks.cubes.writer import Geometry, ensure_cube, input_fingerprint, read_marker, write_marker, write_region
 
 
 @dataclass

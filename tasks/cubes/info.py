@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import date, timedelta
 from typing import Any
 
-from schemas.cubes import TELEMETRY, spec_for
-from tasks.cubes.build import day_complete
-from tasks.cubes.writer import quiet_consolidated, read_geometry, read_marker
-from tasks.store import Store
+from nodewatch.schemas.cubes import TELEMETRY, spec_for
+from nodewatch.tasks.core.store import Store
+from nodewatch.tasks.cubes.build import day_complete
+from nodewatch.tasks.cubes.writer import quiet_consolidated, read_geometry, read_marker
 
 
 def cube_size_bytes(store: Store, key: str) -> int:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tasks.store import Store
+from nodewatch.tasks.core.store import Store
 
 
 def plot_node_metric(store: Store, node: str, metric: str, out: Path, start: str | None = None, end: str | None = None) -> Path:
@@ -20,7 +20,7 @@ def plot_node_metric(store: Store, node: str, metric: str, out: Path, start: str
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from tasks.cubes import open_telemetry_cube
+    from nodewatch.tasks.cubes import open_telemetry_cube
 
     ds = open_telemetry_cube(store)
     nodes = [str(n) for n in ds["node"].values]

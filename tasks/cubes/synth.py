@@ -15,7 +15,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tasks.store import Store
+from nodewatch.tasks.core.store import Store
 
 TELEMETRY_SCHEMA = pa.schema(
     [

@@ -15,9 +15,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.cubes import SEVERITY_NAMES, SEVERITY_UNSET, SYSLOG_FINE_STEP, SYSLOG_STEP
-from tasks.cubes.telemetry import DEFAULT_BATCH_ROWS, ScanReport, _lookup, staged_batches
-from tasks.store import Store
+from nodewatch.schemas.cubes import SEVERITY_NAMES, SEVERITY_UNSET, SYSLOG_FINE_STEP, SYSLOG_STEP
+from nodewatch.tasks.core.store import Store
+from nodewatch.tasks.cubes.telemetry import DEFAULT_BATCH_ROWS, ScanReport, _lookup, staged_batches
 
 N_SEV = len(SEVERITY_NAMES)
 

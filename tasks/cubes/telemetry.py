@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tasks.store import Store
+from nodewatch.tasks.core.store import Store
 
 COLUMNS = ["time", "node", "metric", "value"]
 DEFAULT_BATCH_ROWS = 2_000_000

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from schemas.cubes import (
+from nodewatch.schemas.cubes import (
     DAY,
     SEVERITY_NAMES,
     TELEMETRY,
@@ -48,8 +48,8 @@ from schemas.cubes import (
     string_encoding,
     time_encoding,
 )
-from tasks.cubes.layout import Region, check_aligned
-from tasks.store import Store
+from nodewatch.tasks.core.store import Store
+from nodewatch.tasks.cubes.layout import Region, check_aligned
 
 ALLOC_DAYS = 32
 """The time axis grows in blocks of this many days (fewer metadata rewrites)."""

@@ -274,7 +274,7 @@ _DTYPES = {"l_status": np.int8, "l_start": np.int64, "l_end": np.int64, "l_nfiel
 
 
 def scan(block: bytes | memoryview, base_s: float, max_nodes: int, max_procs: int, limit_s: float) -> Scan:
-    """Scan every line of ``block``; header values as in :class:`tasks.ingest.jobs_swf.SwfHeader` (0 = absent)."""
+    """Scan every line of ``block``; header values as in :class:`nodewatch.tasks.ingest.jobs_swf.SwfHeader` (0 = absent)."""
     buf = np.frombuffer(block, dtype=np.uint8)
     cap = max(1024, len(block) // 40 + 16)  # a well-formed SWF line has >= 36 bytes
     parts: list[dict[str, np.ndarray]] = []

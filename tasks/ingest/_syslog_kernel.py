@@ -4,7 +4,7 @@ Each scanner walks the lines of a block (``Block.buf``, the padded bytes, and th
 starts/ends) once and writes, per line, an ``ok`` flag and the numbers and byte positions the
 Python side needs to build the Arrow columns (PRI, time in ns, host/tag/message bounds, pid ...).
 A line is accepted only in the shapes the per-line reference parsers
-(``tasks.ingest.syslog_rfc3164.slow``, ``syslog_rfc5424.slow``, ``syslog_rsyslog.slow``) parse the
+(``nodewatch.tasks.ingest.syslog_rfc3164.slow``, ``syslog_rfc5424.slow``, ``syslog_rsyslog.slow``) parse the
 same way; anything else gets ``ok = False`` and goes to that reference parser, which parses it or
 gives the reject reason. The field rules mirror the reference regexes byte for byte (the block
 bytes are valid UTF-8 and every delimiter is ASCII, so byte and character positions agree).
@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-from tasks.ingest.syslog_blocks import MAX_YEAR, MIN_YEAR
+from nodewatch.tasks.ingest.syslog_blocks import MAX_YEAR, MIN_YEAR
 
 _NS = 1_000_000_000
 _MONTH_CODES = np.array(

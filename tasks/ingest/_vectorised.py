@@ -24,8 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
-from tasks.ingest.base import REJECT_SCHEMA, ParseContext, empty_rejects
-from tasks.ingest.inputs import InputError
+from nodewatch.tasks.ingest.base import REJECT_SCHEMA, ParseContext, empty_rejects
+from nodewatch.tasks.ingest.inputs import InputError
 
 TS = pa.timestamp("ns", tz="UTC")
 CSV_BLOCK = 1 << 22

@@ -19,7 +19,7 @@ silently dropped. Host alerts get ``service = "HOST"``. The plugin output keeps 
 and either ``alert_id`` or ``alert_time`` (+ optional ``service``, default ``HOST``), optional
 ``closed,summary``. ``false_positive`` accepts true/false, yes/no, 1/0 (any case).
 
-Alert ids: a source id is kept; otherwise :func:`schemas.alerts.alert_id` derives it from
+Alert ids: a source id is kept; otherwise :func:`nodewatch.schemas.alerts.alert_id` derives it from
 ``(node, service, time)`` identically in both tables, so tickets join alerts on ``alert_id``.
 :func:`ruad_label_intervals` builds the RUAD anomaly intervals from the two staged tables.
 
@@ -40,11 +40,20 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from schemas.alerts import ALERT_STATES, ALERTS, CRITICAL_STATES, HOST_SERVICE, HOST_STATES, SERVICE_STATES, TICKETS, alert_id
-from tasks.ingest.base import Format, ParseContext, ParseResult, SourceSpec, rejects_table
-from tasks.ingest.inputs import InputError, iter_lines
-from tasks.ingest.syslog_blocks import MAX_EPOCH_S, normalise_host
-from tasks.ingest.syslog_rfc3164 import sniff_share
+from nodewatch.schemas.alerts import (
+    ALERT_STATES,
+    ALERTS,
+    CRITICAL_STATES,
+    HOST_SERVICE,
+    HOST_STATES,
+    SERVICE_STATES,
+    TICKETS,
+    alert_id,
+)
+from nodewatch.tasks.ingest.base import Format, ParseContext, ParseResult, SourceSpec, rejects_table
+from nodewatch.tasks.ingest.inputs import InputError, iter_lines
+from nodewatch.tasks.ingest.syslog_blocks import MAX_EPOCH_S, normalise_host
+from nodewatch.tasks.ingest.syslog_rfc3164 import sniff_share
 
 _NS = 1_000_000_000
 _ALERTS_SCHEMA = ALERTS.arrow_schema()
@@ -397,8 +406,8 @@ def ruad_label_intervals(alerts: pa.Table, tickets: pa.Table | None, until: date
     marks any of its critical alerts ``false_positive`` (joined on ``alert_id``; tickets usually
     refer to the HARD alert, which follows the SOFT one that opened the interval). Returns columns
     ``node, service, start, end, alert_id, severity`` (severity ``"critical"``; times UTC
-    ``datetime64[ns]``), ready for :func:`models.labels.labels_from_intervals` or
-    :func:`models.labels.critical_minus_false_positives`.
+    ``datetime64[ns]``), ready for :func:`nodewatch.models.anomaly.labels.labels_from_intervals` or
+    :func:`nodewatch.models.anomaly.labels.critical_minus_false_positives`.
     """
     fp_ids: set[str] = set()
     if tickets is not None and tickets.num_rows:

@@ -13,7 +13,7 @@ memory stays bounded for any file size). Each batch has
 ``rows_in`` for a file is the sum of both over all batches; validation later splits ``rows``
 into staged / quarantined / duplicates so that rows_in = staged + quarantined + duplicates.
 
-A parser raises :class:`tasks.ingest.inputs.InputError` when the *file* cannot be parsed at all
+A parser raises :class:`nodewatch.tasks.ingest.inputs.InputError` when the *file* cannot be parsed at all
 (wrong format, missing header columns, binary garbage before any valid row); the pipeline then
 moves the file to ``quarantine/files/`` with that message.
 """
@@ -27,7 +27,7 @@ from typing import Any, BinaryIO, Protocol
 
 import pyarrow as pa
 
-from schemas.table import TableSchema
+from nodewatch.schemas.table import TableSchema
 
 REJECT_SCHEMA = pa.schema(
     [
@@ -61,7 +61,7 @@ class ParseContext:
         tz: IANA time zone for inputs whose timestamps carry none (RFC 3164, LANL records).
         aliases: host alias -> canonical node name (from topology), applied by syslog/telemetry parsers.
         batch_rows: rows per yielded batch.
-        counters: counter series carried across files (telemetry; see ``tasks/counters.py``): the
+        counters: counter series carried across files (telemetry; see ``tasks/core/counters.py``): the
             parser reads ``counters.seed`` and leaves the file's newest samples in ``counters.out``.
     """
 
@@ -99,7 +99,7 @@ class SourceSpec:
     """A source the ingest pipeline knows: ``nodewatch ingest <name> PATHS... [--format F]``.
 
     Any module under ``tasks/ingest/`` that defines ``SOURCES: list[SourceSpec]`` is discovered by
-    :func:`tasks.ingest.registry.sources`.
+    :func:`nodewatch.tasks.ingest.registry.sources`.
 
     Attributes:
         name: CLI name and raw landing folder (``raw/<name>/``).

@@ -1,6 +1,6 @@
 """Parsers for failure records: LANL 1996-2005 (LA-UR-05-7318) and the PNNL MPP2 event trace.
 
-Both produce rows of :data:`schemas.failures.FAILURES` plus ``source_offset`` (1-based line number).
+Both produce rows of :data:`nodewatch.schemas.failures.FAILURES` plus ``source_offset`` (1-based line number).
 
 LANL (CSV with header, 26 columns; layout in the README beside the data): ``System`` N becomes
 ``system = "lanl-s<N>"``; the zero-based node number ``nodenumz`` becomes ``node = "lanl-s<N>-n<nodenumz>"`` (null when empty:
@@ -35,9 +35,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from schemas.failures import FAILURES
-from tasks.ingest.base import Format, ParseContext, ParseResult, SourceSpec, empty_rejects, rejects_table
-from tasks.ingest.inputs import InputError, iter_lines
+from nodewatch.schemas.failures import FAILURES
+from nodewatch.tasks.ingest.base import Format, ParseContext, ParseResult, SourceSpec, empty_rejects, rejects_table
+from nodewatch.tasks.ingest.inputs import InputError, iter_lines
 
 LANL_TZ = "America/Denver"
 PNNL_TZ = "America/Los_Angeles"

@@ -11,7 +11,7 @@ Semantics follow Slurm's ``hostlist_create`` / ``scontrol show hostnames``:
 * ``(null)``, ``None assigned``, ``None`` and the empty string mean "no hosts".
 
 Malformed input raises :class:`HostlistError` with a one-line message; validation of the produced
-names (path safety) is the caller's job (:func:`schemas.names.is_valid_node_name`).
+names (path safety) is the caller's job (:func:`nodewatch.schemas.names.is_valid_node_name`).
 """
 
 from __future__ import annotations

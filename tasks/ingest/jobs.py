@@ -1,12 +1,12 @@
 """The ``jobs`` ingest source: Slurm ``sacct -P`` dumps and Standard Workload Format traces.
 
 ``nodewatch ingest jobs FILES...`` detects the format of each file with the sniffers below (or takes
-``--format swf|sacct``) and stages rows of :data:`schemas.jobs.JOBS`. The parsers live in
-:mod:`tasks.ingest.jobs_swf` and :mod:`tasks.ingest.jobs_sacct`.
+``--format swf|sacct``) and stages rows of :data:`nodewatch.schemas.jobs.JOBS`. The parsers live in
+:mod:`nodewatch.tasks.ingest.jobs_swf` and :mod:`nodewatch.tasks.ingest.jobs_sacct`.
 
-User hashing (settings ``hash_users`` + ``hash_salt``, see :mod:`tasks.settings`): the columns
+User hashing (settings ``hash_users`` + ``hash_salt``, see :mod:`nodewatch.tasks.core.settings`): the columns
 :data:`IDENTITY_COLUMNS` of every parsed batch are replaced by :func:`keyed_hash` of their values
-(:func:`hash_identities`, applied by :func:`tasks.ingest.run.new_ingestor` before validation), so
+(:func:`hash_identities`, applied by :func:`nodewatch.tasks.ingest.run.new_ingestor` before validation), so
 neither the staged table nor the quarantined rows' JSON hold the names. The raw input bytes landed
 under ``raw/jobs/`` and the raw text of unparseable lines in the quarantine still do: restrict
 access to ``raw/`` and ``quarantine/`` accordingly. The same value gives the same hash with the same
@@ -24,10 +24,10 @@ import hmac
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.jobs import JOBS
-from tasks.ingest.base import Format, SourceSpec
-from tasks.ingest.jobs_sacct import parse_sacct, sniff_sacct
-from tasks.ingest.jobs_swf import parse_swf, sniff_swf
+from nodewatch.schemas.jobs import JOBS
+from nodewatch.tasks.ingest.base import Format, SourceSpec
+from nodewatch.tasks.ingest.jobs_sacct import parse_sacct, sniff_sacct
+from nodewatch.tasks.ingest.jobs_swf import parse_swf, sniff_swf
 
 IDENTITY_COLUMNS: tuple[str, ...] = ("user", "group", "cancelled_by")
 """Columns of the ``jobs`` table that identify people (user/group names or ids; the uid that cancelled)."""

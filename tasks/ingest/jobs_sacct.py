@@ -17,8 +17,8 @@ Timestamps carry no zone in sacct output: they are read in ``ctx.tz`` (default U
 ambiguous/nonexistent local times around DST changes the earlier offset is used).
 ``CANCELLED by 123`` gives state CANCELLED and cancelled_by ``"123"``; ``ExitCode`` ``2:15`` gives
 exit_code 2, signal 15; ``UNLIMITED``/``Partition_Limit`` time limits are null; node lists are
-expanded with :func:`tasks.ingest.hostlist.expand_hostlist` and every name is checked with
-:func:`schemas.names.is_valid_node_name` (a bad list or name rejects the row); NCPUS 0 (nothing
+expanded with :func:`nodewatch.tasks.ingest.hostlist.expand_hostlist` and every name is checked with
+:func:`nodewatch.schemas.names.is_valid_node_name` (a bad list or name rejects the row); NCPUS 0 (nothing
 allocated yet) gives a null ``cores``. Everything else is passed through for validation to judge
 (e.g. NNodes 0, End before Start).
 """
@@ -36,11 +36,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import pyarrow as pa
 
-from schemas.jobs import PARSED_SCHEMA
-from schemas.names import is_valid_node_name
-from tasks.ingest.base import ParseContext, ParseResult, empty_rejects, rejects_table
-from tasks.ingest.hostlist import HostlistError, expand_hostlist
-from tasks.ingest.inputs import InputError
+from nodewatch.schemas.jobs import PARSED_SCHEMA
+from nodewatch.schemas.names import is_valid_node_name
+from nodewatch.tasks.ingest.base import ParseContext, ParseResult, empty_rejects, rejects_table
+from nodewatch.tasks.ingest.hostlist import HostlistError, expand_hostlist
+from nodewatch.tasks.ingest.inputs import InputError
 
 REQUIRED_COLUMNS: tuple[str, ...] = ("JobID", "Submit", "Start", "End", "State", "NNodes")
 """sacct fields a dump must have."""

@@ -7,7 +7,7 @@ Format (https://www.cs.huji.ac.il/labs/parallel/workload/swf.html): header comme
  7 used memory, 8 requested processors, 9 requested time, 10 requested memory, 11 status, 12 user id,
  13 group id, 14 executable, 15 queue, 16 partition, 17 preceding job, 18 think time.
 
-Mapping to the ``jobs`` table (:mod:`schemas.jobs`):
+Mapping to the ``jobs`` table (:mod:`nodewatch.schemas.jobs`):
 
 * times are seconds relative to the header's ``UnixStartTime`` (epoch 0 if the header lacks it):
   submit = UnixStartTime + f2, start = submit + f3 (null if f3 is -1), end = start + f4 (null if f3
@@ -26,7 +26,7 @@ Mapping to the ``jobs`` table (:mod:`schemas.jobs`):
 Values are passed through unchanged otherwise (e.g. a run time of -5 gives elapsed_s = -5 and an end
 before the start) so that validation quarantines the row with the expectation it failed.
 
-Lines are scanned by a compiled kernel (:mod:`tasks.ingest._swf_kernel`) over 8 MiB blocks;
+Lines are scanned by a compiled kernel (:mod:`nodewatch.tasks.ingest._swf_kernel`) over 8 MiB blocks;
 everything after it is vectorised numpy/Arrow. A line that is not 18 numbers is rejected with a
 ``parse:`` reason; a file whose first block holds no job line at all raises :class:`InputError`.
 """
@@ -43,9 +43,9 @@ from typing import BinaryIO
 import numpy as np
 import pyarrow as pa
 
-from schemas.jobs import PARSED_SCHEMA
-from tasks.ingest.base import ParseContext, ParseResult, empty_rejects, rejects_table
-from tasks.ingest.inputs import InputError
+from nodewatch.schemas.jobs import PARSED_SCHEMA
+from nodewatch.tasks.ingest.base import ParseContext, ParseResult, empty_rejects, rejects_table
+from nodewatch.tasks.ingest.inputs import InputError
 
 BLOCK_BYTES = 8 << 20
 
@@ -131,7 +131,7 @@ _REASONS = {
 
 def _reason(status: int, nfields: int, bad_field: int) -> str:
     """Reject reason for a line status of the kernel."""
-    from tasks.ingest import _swf_kernel as k
+    from nodewatch.tasks.ingest import _swf_kernel as k
 
     key = {k.TOO_FEW: "TOO_FEW", k.TOO_MANY: "TOO_MANY", k.BAD_NUMBER: "BAD_NUMBER", k.NON_INTEGRAL: "NON_INTEGRAL",
            k.FUTURE: "FUTURE", k.OUT_OF_RANGE: "OUT_OF_RANGE"}[status]
@@ -141,7 +141,7 @@ def _reason(status: int, nfields: int, bad_field: int) -> str:
 
 def _int_strings(vals: np.ndarray, present: np.ndarray) -> pa.Array:
     """int64 values -> decimal strings (null where not ``present``), formatted by the compiled kernel."""
-    from tasks.ingest import _swf_kernel as k
+    from nodewatch.tasks.ingest import _swf_kernel as k
 
     offsets, data = k.int_strings(vals, present)
     n = vals.size
@@ -168,7 +168,7 @@ def _partition_strings(part: np.ndarray, present: np.ndarray, names: dict[int, s
 
 def _rows(sc, line_no0: int, header: SwfHeader, system: str) -> pa.Table:
     """Wrap the kernel's row arrays into a ``jobs`` batch (``line_no0`` = line number of the block's first line)."""
-    from tasks.ingest import _swf_kernel as k
+    from nodewatch.tasks.ingest import _swf_kernel as k
 
     n = sc.r_job.size
     valid = sc.r_valid
@@ -260,7 +260,7 @@ def parse_swf(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
         InputError: empty file, no job line in the first block (not SWF: wrong delimiter, binary
             garbage...), or a compressed stream that ends early (after yielding the rows before the cut).
     """
-    from tasks.ingest import _swf_kernel as k
+    from nodewatch.tasks.ingest import _swf_kernel as k
 
     header = SwfHeader()
     system = system_name(ctx.name)

@@ -35,15 +35,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from schemas.gx_suite import runtime_expectations
-from schemas.manifest import InputRecord, RowCounts
-from schemas.names import node_name_mask
-from tasks.counters import CounterCarry, CounterState, merge_states, state_from_table, state_to_table
-from tasks.ingest.base import Format, ParseContext, ParseResult, SourceSpec
-from tasks.ingest.inputs import InputError, open_binary, read_head
-from tasks.runs import RunRecorder
-from tasks.store import Store
-from tasks.validate import BatchValidator, write_data_docs
+from nodewatch.schemas.gx_suite import runtime_expectations
+from nodewatch.schemas.manifest import InputRecord, RowCounts
+from nodewatch.schemas.names import node_name_mask
+from nodewatch.tasks.core.counters import CounterCarry, CounterState, merge_states, state_from_table, state_to_table
+from nodewatch.tasks.core.runs import RunRecorder
+from nodewatch.tasks.core.store import Store
+from nodewatch.tasks.core.validate import BatchValidator, write_data_docs
+from nodewatch.tasks.ingest.base import Format, ParseContext, ParseResult, SourceSpec
+from nodewatch.tasks.ingest.inputs import InputError, open_binary, read_head
 
 N_BUCKETS = 16
 SPOOL_BYTES = 512 * 2**20
@@ -1034,7 +1034,7 @@ def ingest_files(
 def known_nodes_and_aliases(store: Store) -> tuple[set[str] | None, dict[str, str]]:
     """Known nodes and aliases from the staged topology (``(None, {})`` when there is none)."""
     try:
-        from tasks.ingest.topology import load_topology  # provided by the topology source
+        from nodewatch.tasks.ingest.topology import load_topology  # provided by the topology source
     except ImportError:
         load_topology = None
     if load_topology is not None:

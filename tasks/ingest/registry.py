@@ -11,7 +11,7 @@ import importlib
 import pkgutil
 from pathlib import Path
 
-from tasks.ingest.base import SourceSpec
+from nodewatch.tasks.ingest.base import SourceSpec
 
 _INFRA = {"base", "registry", "pipeline", "inputs", "run"}
 _ERRORS: dict[str, str] = {}
@@ -25,7 +25,7 @@ def sources() -> dict[str, SourceSpec]:
         if mod.name.startswith("_") or mod.name in _INFRA:
             continue
         try:
-            m = importlib.import_module(f"tasks.ingest.{mod.name}")
+            m = importlib.import_module(f"nodewatch.tasks.ingest.{mod.name}")
         except Exception as e:  # noqa: BLE001 - reported, not swallowed
             _ERRORS[mod.name] = f"{type(e).__name__}: {e}"
             continue

@@ -7,7 +7,7 @@ columns such as ``Duration,Accounts,State`` are ignored; a ``NodeCnt`` that diff
 expanded hostlist rejects the row). ``start``/``end``
 are ISO 8601 (``scontrol`` prints local time without a zone: read in ``ParseContext.tz``), ``nodes``
 a Slurm hostlist (``node[001-004],gpu1``; ``(null)`` = none) expanded with
-:func:`tasks.ingest.hostlist.expand_hostlist`, ``flags`` and ``users`` lists separated by ``,``
+:func:`nodewatch.tasks.ingest.hostlist.expand_hostlist`, ``flags`` and ``users`` lists separated by ``,``
 (quoted), ``;``, ``|`` or blanks. Staged as ``reservations`` (``schemas/reservations.py``).
 Rows whose hostlist cannot be expanded or whose times cannot be parsed are rejected with a
 ``parse:`` reason; the end-after-start rule, unknown flags and unknown/invalid node names are the
@@ -24,8 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.reservations import RESERVATIONS, ROW_CHECKS
-from tasks.ingest._vectorised import (
+from nodewatch.schemas.reservations import RESERVATIONS, ROW_CHECKS
+from nodewatch.tasks.ingest._vectorised import (
     csv_header,
     file_error,
     iter_csv_text,
@@ -34,8 +34,8 @@ from tasks.ingest._vectorised import (
     reject_table,
     split_list,
 )
-from tasks.ingest.base import Format, ParseContext, ParseResult, SourceSpec, empty_rejects
-from tasks.ingest.hostlist import HostlistError, expand_hostlist
+from nodewatch.tasks.ingest.base import Format, ParseContext, ParseResult, SourceSpec, empty_rejects
+from nodewatch.tasks.ingest.hostlist import HostlistError, expand_hostlist
 
 REQUIRED = ("name", "start", "end", "nodes")
 OPTIONAL = ("flags", "users", "nodecnt")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import functools
 from datetime import datetime
 
-from schemas.names import check_node_name
-from tasks.ingest.base import SourceSpec
-from tasks.ingest.pipeline import Ingestor, known_nodes_and_aliases
-from tasks.ingest.registry import sources
-from tasks.runs import RunRecorder
-from tasks.store import Store
+from nodewatch.schemas.names import check_node_name
+from nodewatch.tasks.core.runs import RunRecorder
+from nodewatch.tasks.core.store import Store
+from nodewatch.tasks.ingest.base import SourceSpec
+from nodewatch.tasks.ingest.pipeline import Ingestor, known_nodes_and_aliases
+from nodewatch.tasks.ingest.registry import sources
 
 
 def get_source(name: str) -> SourceSpec:
@@ -54,7 +54,7 @@ def new_ingestor(
         if not hash_salt:
             raise ValueError("user hashing needs a non-empty salt (settings hash_salt)")
         if spec.identity_columns:
-            from tasks.ingest.jobs import hash_identities  # the keyed hash (HMAC-SHA256) of identity columns
+            from nodewatch.tasks.ingest.jobs import hash_identities  # the keyed hash (HMAC-SHA256) of identity columns
 
             transform = functools.partial(hash_identities, salt=hash_salt, columns=spec.identity_columns)
     known, aliases = known_nodes_and_aliases(store) if (check_known_nodes and source != "topology") else (None, {})

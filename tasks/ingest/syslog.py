@@ -1,7 +1,7 @@
 """The ``syslog`` source: RFC 5424, RFC 3164, rsyslog file format, Loghub BGL and LANL HPC logs -> ``staged/syslog``.
 
 ``nodewatch ingest syslog PATHS... [--format auto|rfc5424|rfc3164|rsyslog|bgl|hpc]``. Parsing is
-vectorised over blocks of lines (see :mod:`tasks.ingest.syslog_blocks`); every line either becomes
+vectorised over blocks of lines (see :mod:`nodewatch.tasks.ingest.syslog_blocks`); every line either becomes
 a row (with ``source_offset`` = line number) or a reject with a ``parse:`` reason.
 """
 
@@ -10,32 +10,32 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from schemas.syslog import SYSLOG
-from tasks.ingest import syslog_loghub, syslog_rfc3164, syslog_rfc5424, syslog_rsyslog
-from tasks.ingest.base import Format, ParseContext, ParseResult, SourceSpec
-from tasks.ingest.syslog_blocks import parse_blocks
+from nodewatch.schemas.syslog import SYSLOG
+from nodewatch.tasks.ingest import syslog_loghub, syslog_rfc3164, syslog_rfc5424, syslog_rsyslog
+from nodewatch.tasks.ingest.base import Format, ParseContext, ParseResult, SourceSpec
+from nodewatch.tasks.ingest.syslog_blocks import parse_blocks
 
 _SCHEMA = SYSLOG.arrow_schema()
 
 
 def parse_rfc5424(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
-    """Parse RFC 5424 syslog lines (see :mod:`tasks.ingest.syslog_rfc5424`)."""
+    """Parse RFC 5424 syslog lines (see :mod:`nodewatch.tasks.ingest.syslog_rfc5424`)."""
     return parse_blocks(stream, ctx, schema=_SCHEMA, fmt="RFC 5424", fast=syslog_rfc5424.fast, slow=syslog_rfc5424.slow)
 
 
 def parse_rfc3164(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
-    """Parse RFC 3164 / rsyslog file lines (see :mod:`tasks.ingest.syslog_rfc3164`)."""
+    """Parse RFC 3164 / rsyslog file lines (see :mod:`nodewatch.tasks.ingest.syslog_rfc3164`)."""
     return parse_blocks(stream, ctx, schema=_SCHEMA, fmt="RFC 3164", fast=syslog_rfc3164.fast, slow=syslog_rfc3164.slow)
 
 
 def parse_rsyslog(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
-    """Parse rsyslog ``RSYSLOG_FileFormat`` lines (see :mod:`tasks.ingest.syslog_rsyslog`)."""
+    """Parse rsyslog ``RSYSLOG_FileFormat`` lines (see :mod:`nodewatch.tasks.ingest.syslog_rsyslog`)."""
     return parse_blocks(stream, ctx, schema=_SCHEMA, fmt="rsyslog file format", fast=syslog_rsyslog.fast,
                         slow=syslog_rsyslog.slow)
 
 
 def parse_bgl(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
-    """Parse Loghub Blue Gene/L RAS lines (see :mod:`tasks.ingest.syslog_loghub`)."""
+    """Parse Loghub Blue Gene/L RAS lines (see :mod:`nodewatch.tasks.ingest.syslog_loghub`)."""
     return parse_blocks(
         stream, ctx, schema=_SCHEMA, fmt="BGL RAS", fast=syslog_loghub.bgl_fast, slow=syslog_loghub.bgl_slow,
         host_rule=syslog_loghub.bgl_host_rule,
@@ -43,7 +43,7 @@ def parse_bgl(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
 
 
 def parse_hpc(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
-    """Parse Loghub LANL HPC event lines (see :mod:`tasks.ingest.syslog_loghub`)."""
+    """Parse Loghub LANL HPC event lines (see :mod:`nodewatch.tasks.ingest.syslog_loghub`)."""
     return parse_blocks(stream, ctx, schema=_SCHEMA, fmt="LANL HPC", fast=syslog_loghub.hpc_fast, slow=syslog_loghub.hpc_slow)
 
 

@@ -33,9 +33,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.names import is_valid_node_name
-from tasks.ingest.base import ParseContext, ParseResult, rejects_table
-from tasks.ingest.inputs import InputError
+from nodewatch.schemas.names import is_valid_node_name
+from nodewatch.tasks.ingest.base import ParseContext, ParseResult, rejects_table
+from nodewatch.tasks.ingest.inputs import InputError
 
 MAX_LINE = 1 << 20
 """Longest accepted line in bytes (1 MiB); longer lines are rejected, the rest of the file is read."""
@@ -423,7 +423,7 @@ def normalise_host(raw: str, aliases: Mapping[str, str]) -> tuple[str | None, st
     Steps: reject non-ASCII (unicode look-alikes) and anything that is not a host name, before
     any transformation; lower-case; an alias of the full name wins; else strip the domain of an
     FQDN (not of an IPv4 literal) and apply an alias of the short name. The result must satisfy
-    :data:`schemas.names.NODE_NAME_PATTERN`.
+    :data:`nodewatch.schemas.names.NODE_NAME_PATTERN`.
     """
     shown = repr(raw[:80]) + ("..." if len(raw) > 80 else "")
     if not raw.isascii():

@@ -30,8 +30,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tasks.ingest.base import ParseContext
-from tasks.ingest.syslog_blocks import (
+from nodewatch.tasks.ingest.base import ParseContext
+from nodewatch.tasks.ingest.syslog_blocks import (
     MAX_EPOCH_S,
     Block,
     const_str,
@@ -42,7 +42,7 @@ from tasks.ingest.syslog_blocks import (
     substrings,
     var_digits,
 )
-from tasks.ingest.syslog_rfc3164 import sniff_share
+from nodewatch.tasks.ingest.syslog_rfc3164 import sniff_share
 
 _NS = 1_000_000_000
 BGL_SEVERITY = {"FAILURE": 1, "FATAL": 2, "SEVERE": 3, "ERROR": 3, "WARNING": 4, "INFO": 6}

@@ -22,8 +22,8 @@ from datetime import datetime, timedelta
 import numpy as np
 import pyarrow as pa
 
-from tasks.ingest.base import ParseContext
-from tasks.ingest.syslog_blocks import (
+from nodewatch.tasks.ingest.base import ParseContext
+from nodewatch.tasks.ingest.syslog_blocks import (
     Block,
     const_str,
     days_from_civil,
@@ -63,10 +63,10 @@ def _td_ns(td: timedelta) -> int:
 def fast(block: Block, idx: np.ndarray, ctx: ParseContext) -> tuple[dict, np.ndarray]:
     """Compiled parse of the common RFC 3164 shape; returns (columns of accepted lines, accepted mask).
 
-    One pass of :func:`tasks.ingest._syslog_kernel.scan_3164` over the lines (fixed-width
+    One pass of :func:`nodewatch.tasks.ingest._syslog_kernel.scan_3164` over the lines (fixed-width
     timestamp, 1-3 digit PRI, one space before the host); other lines go to :func:`slow`.
     """
-    from tasks.ingest import _syslog_kernel as kern
+    from nodewatch.tasks.ingest import _syslog_kernel as kern
 
     s = block.starts[idx]
     e = block.ends[idx]
@@ -125,7 +125,7 @@ def host_tag_fast(block: Block, hs: np.ndarray, e: np.ndarray) -> tuple[dict[str
     (``has_tag, has_pid``) for every line, and ``ok``: False where the shape needs the per-line parser
     (nothing after the timestamp, or a space before the host). Splits exactly as :func:`host_tag_slow`.
     """
-    from tasks.ingest import _syslog_kernel as kern
+    from nodewatch.tasks.ingest import _syslog_kernel as kern
 
     hs = np.ascontiguousarray(hs, np.int64)
     e = np.ascontiguousarray(e, np.int64)
@@ -142,7 +142,7 @@ def host_tag_columns(block: Block, pos: dict[str, np.ndarray], e: np.ndarray, k:
 
     ``pos`` as returned by :func:`host_tag_fast` (``ts``, the tag start, defaults to ``he + 1``).
     """
-    from tasks.ingest import _syslog_kernel as kern
+    from nodewatch.tasks.ingest import _syslog_kernel as kern
 
     def sel(a: np.ndarray) -> np.ndarray:
         return a if k is None else a[k]

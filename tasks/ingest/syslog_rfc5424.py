@@ -15,9 +15,9 @@ import re
 
 import numpy as np
 
-from tasks.ingest.base import ParseContext
-from tasks.ingest.syslog_blocks import MAX_YEAR, MIN_YEAR, Block, const_str, days_from_civil, days_in_month, masked
-from tasks.ingest.syslog_rfc3164 import sniff_share
+from nodewatch.tasks.ingest.base import ParseContext
+from nodewatch.tasks.ingest.syslog_blocks import MAX_YEAR, MIN_YEAR, Block, const_str, days_from_civil, days_in_month, masked
+from nodewatch.tasks.ingest.syslog_rfc3164 import sniff_share
 
 _NS = 1_000_000_000
 
@@ -29,7 +29,7 @@ def rfc3339_fast(block: Block, t0: np.ndarray, e: np.ndarray) -> tuple[np.ndarra
     position, ok)`` for every line; values where ``ok`` is False are garbage. Same rules as
     :func:`rfc3339_slow`.
     """
-    from tasks.ingest import _syslog_kernel as kern
+    from nodewatch.tasks.ingest import _syslog_kernel as kern
 
     n = len(t0)
     ok, time, t_end = np.empty(n, np.bool_), np.empty(n, np.int64), np.empty(n, np.int64)
@@ -58,10 +58,10 @@ def rfc3339_slow(ts: str, fmt: str = "RFC 3339") -> int | str:
 def fast(block: Block, idx: np.ndarray, ctx: ParseContext) -> tuple[dict, np.ndarray]:
     """Compiled parse of well-formed RFC 5424 lines; returns (columns of accepted lines, accepted mask).
 
-    One pass of :func:`tasks.ingest._syslog_kernel.scan_5424` (non-empty header tokens, SD ``-`` or
+    One pass of :func:`nodewatch.tasks.ingest._syslog_kernel.scan_5424` (non-empty header tokens, SD ``-`` or
     ``[...]`` elements); other lines go to :func:`slow`.
     """
-    from tasks.ingest import _syslog_kernel as kern
+    from nodewatch.tasks.ingest import _syslog_kernel as kern
 
     s = block.starts[idx]
     e = block.ends[idx]

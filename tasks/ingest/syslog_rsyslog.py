@@ -7,10 +7,10 @@ setups that forward in the same shape), e.g.::
     2026-01-05T02:12:45Z cn0042 slurmd[2113]: launch task StepId=77.0
 
 * TIMESTAMP is RFC 3339 exactly as in RFC 5424 (fraction up to 9 digits, ``Z`` or ``+hh:mm``;
-  :func:`tasks.ingest.syslog_rfc5424.rfc3339_fast`), converted to UTC: unlike RFC 3164 the year
+  :func:`nodewatch.tasks.ingest.syslog_rfc5424.rfc3339_fast`), converted to UTC: unlike RFC 3164 the year
   and the zone are in the line, so no inference is needed.
 * ``host tag[pid]: message`` is split exactly like the RFC 3164 file form
-  (:func:`tasks.ingest.syslog_rfc3164.host_tag_fast`): a first word ending in ``:`` is the tag,
+  (:func:`nodewatch.tasks.ingest.syslog_rfc3164.host_tag_fast`): a first word ending in ``:`` is the tag,
   otherwise ``app``/``pid`` are null and the rest is the message.
 * There is no PRI in this template, so ``facility`` and ``severity`` are null.
 """
@@ -21,10 +21,10 @@ import re
 
 import numpy as np
 
-from tasks.ingest.base import ParseContext
-from tasks.ingest.syslog_blocks import Block, const_str, masked
-from tasks.ingest.syslog_rfc3164 import host_tag_arrays, host_tag_columns, host_tag_slow, sniff_share
-from tasks.ingest.syslog_rfc5424 import rfc3339_slow
+from nodewatch.tasks.ingest.base import ParseContext
+from nodewatch.tasks.ingest.syslog_blocks import Block, const_str, masked
+from nodewatch.tasks.ingest.syslog_rfc3164 import host_tag_arrays, host_tag_columns, host_tag_slow, sniff_share
+from nodewatch.tasks.ingest.syslog_rfc5424 import rfc3339_slow
 
 FORMAT = "rsyslog"
 _YEAR_RE = re.compile(r"\d{4}-")  # starts like an RFC 3339 date: later faults get a precise reason
@@ -33,11 +33,11 @@ _YEAR_RE = re.compile(r"\d{4}-")  # starts like an RFC 3339 date: later faults g
 def fast(block: Block, idx: np.ndarray, ctx: ParseContext) -> tuple[dict, np.ndarray]:
     """Compiled parse of well-formed lines; returns (columns of accepted lines, accepted mask).
 
-    One pass of :func:`tasks.ingest._syslog_kernel.scan_rsyslog` (timestamp as
-    :func:`~tasks.ingest.syslog_rfc5424.rfc3339_fast`, then ``host tag[pid]: message`` as
-    :func:`~tasks.ingest.syslog_rfc3164.host_tag_fast`); other lines go to :func:`slow`.
+    One pass of :func:`nodewatch.tasks.ingest._syslog_kernel.scan_rsyslog` (timestamp as
+    :func:`~nodewatch.tasks.ingest.syslog_rfc5424.rfc3339_fast`, then ``host tag[pid]: message`` as
+    :func:`~nodewatch.tasks.ingest.syslog_rfc3164.host_tag_fast`); other lines go to :func:`slow`.
     """
-    from tasks.ingest import _syslog_kernel as kern
+    from nodewatch.tasks.ingest import _syslog_kernel as kern
 
     s = block.starts[idx]
     e = block.ends[idx]

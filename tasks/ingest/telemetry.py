@@ -24,7 +24,7 @@ Formats
 ``turin-parquet``
     the real ADMIRE Turin per-node files ``<node>.parquet`` with columns ``power, cpu1, cpu2,
     cpus_alloc, date`` (``date`` UTC): the node is the file name (validated with
-    ``schemas.names``; a hostile file name is a file error); every non-``date`` column is melted.
+    ``nodewatch.schemas.names``; a hostile file name is a file error); every non-``date`` column is melted.
 
 Times: timestamp columns with a zone are converted to UTC; zone-less timestamps are read in
 ``ParseContext.tz``; strings are ISO 8601 (``T`` or space, optional fraction and ``Z``/offset);
@@ -32,7 +32,7 @@ numbers are epoch seconds.
 
 Rows that cannot be parsed (wrong field count, invalid UTF-8, a value that is not a number, an
 unparseable time, an empty cell) become rejects with a ``parse:`` reason. Counters (catalogue
-``kind="counter"``) are converted to per-second rates here (``tasks/counters.py``: state carried
+``kind="counter"``) are converted to per-second rates here (``tasks/core/counters.py``: state carried
 across the batches of a file; the first sample of a series in a file has no rate and is rejected
 with that reason). Range, finiteness, unknown metric, node name, known node and time-window rules
 are the pipeline's validation (``schemas/telemetry.py`` ``ROW_CHECKS`` + the GX suite).
@@ -52,11 +52,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from schemas.metrics import COUNTERS
-from schemas.names import is_valid_node_name
-from schemas.telemetry import ROW_CHECKS, TELEMETRY
-from tasks.counters import CounterState, rates_with_state, status_reason
-from tasks.ingest._vectorised import (
+from nodewatch.schemas.metrics import COUNTERS
+from nodewatch.schemas.names import is_valid_node_name
+from nodewatch.schemas.telemetry import ROW_CHECKS, TELEMETRY
+from nodewatch.tasks.core.counters import CounterState, rates_with_state, status_reason
+from nodewatch.tasks.ingest._vectorised import (
     TS,
     CsvBlocks,
     apply_aliases,
@@ -75,7 +75,7 @@ from tasks.ingest._vectorised import (
     utf8_columns,
     value_to_float,
 )
-from tasks.ingest.base import REJECT_SCHEMA, Format, ParseContext, ParseResult, SourceSpec, empty_rejects
+from nodewatch.tasks.ingest.base import REJECT_SCHEMA, Format, ParseContext, ParseResult, SourceSpec, empty_rejects
 
 ROW_SCHEMA = TELEMETRY.arrow_schema()
 TIME_NAMES = ("timestamp", "time")
@@ -111,7 +111,7 @@ class _Emitter:
     def __init__(self, ctx: ParseContext) -> None:
         self.ctx = ctx
         self.state = CounterState()
-        self.carry = ctx.counters  # CounterCarry or None (see tasks/counters.py)
+        self.carry = ctx.counters  # CounterCarry or None (see tasks/core/counters.py)
         self._seeded = False
         self._counters = pa.array(sorted(COUNTERS), pa.string())
 

@@ -20,8 +20,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from schemas.topology import ROW_CHECKS, TOPOLOGY
-from tasks.ingest._vectorised import (
+from nodewatch.schemas.topology import ROW_CHECKS, TOPOLOGY
+from nodewatch.tasks.core.store import Store
+from nodewatch.tasks.ingest._vectorised import (
     csv_header,
     file_error,
     iter_csv_text,
@@ -30,8 +31,7 @@ from tasks.ingest._vectorised import (
     reject_table,
     split_list,
 )
-from tasks.ingest.base import Format, ParseContext, ParseResult, SourceSpec
-from tasks.store import Store
+from nodewatch.tasks.ingest.base import Format, ParseContext, ParseResult, SourceSpec
 
 REQUIRED = ("node", "rack", "row", "chassis", "position", "architecture")
 OPTIONAL = ("aliases",)

@@ -14,9 +14,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from tasks.simulate.config import ANOMALY_TYPES, SimConfig
-from tasks.simulate.rng import rng
-from tasks.simulate.topology import Topology
+from nodewatch.tasks.simulate.config import ANOMALY_TYPES, SimConfig
+from nodewatch.tasks.simulate.rng import rng
+from nodewatch.tasks.simulate.topology import Topology
 
 CHUNK = 32
 BURN_IN_S = 30 * 86400

@@ -35,11 +35,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tasks.simulate import records, syslog, telemetry, truth
-from tasks.simulate.config import SimConfig
-from tasks.simulate.schedule import Schedule, build_schedule
-from tasks.simulate.workload import SchedState
-from tasks.simulate.writers import write_bytes, write_ldms_csv, write_long_parquet
+from nodewatch.tasks.simulate import records, syslog, telemetry, truth
+from nodewatch.tasks.simulate.config import SimConfig
+from nodewatch.tasks.simulate.schedule import Schedule, build_schedule
+from nodewatch.tasks.simulate.workload import SchedState
+from nodewatch.tasks.simulate.writers import write_bytes, write_ldms_csv, write_long_parquet
 
 STATE_FILE = "simulation.json"
 BOUNDARY_DIR = "state"

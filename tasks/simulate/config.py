@@ -1,6 +1,6 @@
 """Every knob of the simulated cluster in one frozen dataclass, with documented defaults.
 
-The workload defaults come from :data:`THUNDER_FIT`, produced once by ``python -m tasks.simulate.fit_swf``
+The workload defaults come from :data:`THUNDER_FIT`, produced once by ``python -m nodewatch.tasks.simulate.fit_swf``
 on ``LLNL-Thunder-2007-1.1-cln.swf.gz`` (Parallel Workloads Archive: LLNL Thunder, 1,002 nodes,
 Jan–Jun 2007, 118,791 usable jobs). They are embedded so the simulator never reads ../shared at run time.
 """

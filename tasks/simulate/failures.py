@@ -18,9 +18,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from tasks.simulate.config import SimConfig
-from tasks.simulate.rng import rng
-from tasks.simulate.topology import Topology
+from nodewatch.tasks.simulate.config import SimConfig
+from nodewatch.tasks.simulate.rng import rng
+from nodewatch.tasks.simulate.topology import Topology
 
 CHUNK = 32
 BURN_IN_S = 365 * 86400

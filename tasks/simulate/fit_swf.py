@@ -1,8 +1,8 @@
 """Fit the workload model's parameters to a real SWF trace (run once; results are embedded in config.py).
 
-Usage: ``python -m tasks.simulate.fit_swf ../shared/data/swf/LLNL-Thunder-2007-1.1-cln.swf.gz``
+Usage: ``python -m nodewatch.tasks.simulate.fit_swf ../shared/data/swf/LLNL-Thunder-2007-1.1-cln.swf.gz``
 
-The printed dictionary is pasted into :data:`tasks.simulate.config.THUNDER_FIT` so the simulator does
+The printed dictionary is pasted into :data:`nodewatch.tasks.simulate.config.THUNDER_FIT` so the simulator does
 not need the trace at run time. Thunder (LLNL, 1,002 nodes, 4 CPUs/node, Slurm) is the closest public
 trace to a 1000-node machine; fields follow the Standard Workload Format (Parallel Workloads Archive).
 """

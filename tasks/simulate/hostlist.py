@@ -1,6 +1,6 @@
 """Slurm hostlist expressions for the simulator's writers: ``cn[0001-0004,0017]`` <-> node names.
 
-Thin wrappers over :mod:`tasks.ingest.hostlist` (the same code that reads them back), so what the
+Thin wrappers over :mod:`nodewatch.tasks.ingest.hostlist` (the same code that reads them back), so what the
 simulator writes is exactly what the sacct/reservation parsers expand.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tasks.ingest.hostlist import compress_hostlist, expand_hostlist
+from nodewatch.tasks.ingest.hostlist import compress_hostlist, expand_hostlist
 
 
 def compress(names: Iterable[str]) -> str:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tasks.simulate.config import SimConfig
-from tasks.simulate.rng import rng
-from tasks.simulate.topology import Topology
+from nodewatch.tasks.simulate.config import SimConfig
+from nodewatch.tasks.simulate.rng import rng
+from nodewatch.tasks.simulate.topology import Topology
 
 
 def n_rows(cfg: SimConfig) -> int:

@@ -8,7 +8,7 @@ import pandas as pd
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from tasks.simulate.hostlist import expand
+from nodewatch.tasks.simulate.hostlist import expand
 
 _COLORS = {"memory_leak": "tab:purple", "cpu_hog": "tab:orange", "thermal_fan_failure": "tab:red",
            "network_degradation": "tab:blue", "disk_slowdown": "tab:brown", "misconfiguration": "tab:gray"}

@@ -16,10 +16,10 @@ import io
 
 import numpy as np
 
-from tasks.simulate.hostlist import compress
-from tasks.simulate.rng import rng
-from tasks.simulate.schedule import Schedule
-from tasks.simulate.writers import iso, slurm_duration
+from nodewatch.tasks.simulate.hostlist import compress
+from nodewatch.tasks.simulate.rng import rng
+from nodewatch.tasks.simulate.schedule import Schedule
+from nodewatch.tasks.simulate.writers import iso, slurm_duration
 
 SACCT_FIELDS = [
     "JobID",

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from tasks.simulate.anomalies import all_anomalies, misconfig_windows
-from tasks.simulate.config import SimConfig
-from tasks.simulate.failures import (
+from nodewatch.tasks.simulate.anomalies import all_anomalies, misconfig_windows
+from nodewatch.tasks.simulate.config import SimConfig
+from nodewatch.tasks.simulate.events import JOB_LEVELS, NodeEvents
+from nodewatch.tasks.simulate.failures import (
     PRECURSOR_KIND,
     connection_losses,
     frail_nodes,
@@ -24,10 +25,10 @@ from tasks.simulate.failures import (
     node_renewal_failures,
     rack_events,
 )
-from tasks.simulate.maintenance import admin_reboots, maintenance_windows, user_reservations
-from tasks.simulate.rng import rng
-from tasks.simulate.topology import Topology, build_topology
-from tasks.simulate.workload import KEEP_ENDED_S, Jobs, SchedState, schedule_jobs
+from nodewatch.tasks.simulate.maintenance import admin_reboots, maintenance_windows, user_reservations
+from nodewatch.tasks.simulate.rng import rng
+from nodewatch.tasks.simulate.topology import Topology, build_topology
+from nodewatch.tasks.simulate.workload import KEEP_ENDED_S, Jobs, SchedState, schedule_jobs
 
 EVENT_MARGIN_S = 2 * 86400
 _INDEX_LOCK = threading.Lock()
@@ -55,9 +56,7 @@ class Schedule:
     snapshots: list[SchedState] = field(default_factory=list)  # scheduler state at each later day boundary
 
     def node_events(self, nodes: np.ndarray) -> list:
-        """Per-node event bundles (:class:`tasks.simulate.telemetry.NodeEvents`) for rendering ``nodes``."""
-        from tasks.simulate.telemetry import JOB_LEVELS, NodeEvents
-
+        """Per-node event bundles (:class:`~nodewatch.tasks.simulate.events.NodeEvents`) for rendering ``nodes``."""
         self._index()
         jt = self.jobs.table
         levels = jt[list(JOB_LEVELS)].to_numpy()

@@ -16,11 +16,11 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from tasks.simulate.hostlist import compress
-from tasks.simulate.rng import rng
-from tasks.simulate.schedule import Schedule
-from tasks.simulate.syslog_templates import BACKGROUND, DAEMON, ERR, EVENT, INFO
-from tasks.simulate.telemetry import NodeEvents
+from nodewatch.tasks.simulate.events import NodeEvents
+from nodewatch.tasks.simulate.hostlist import compress
+from nodewatch.tasks.simulate.rng import rng
+from nodewatch.tasks.simulate.schedule import Schedule
+from nodewatch.tasks.simulate.syslog_templates import BACKGROUND, DAEMON, ERR, EVENT, INFO
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _ZIPF = 1.0 / np.arange(1, len(BACKGROUND) + 1) ** 1.2

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.signal import lfilter
 
-from tasks.simulate.metrics import CORES_PER_SOCKET, COUNTERS, MEM_BYTES, METRIC_INDEX, METRICS
-from tasks.simulate.rng import rng
-from tasks.simulate.schedule import Schedule
+from nodewatch.tasks.simulate.events import JOB_LEVELS, NodeEvents
+from nodewatch.tasks.simulate.metrics import CORES_PER_SOCKET, COUNTERS, MEM_BYTES, METRIC_INDEX, METRICS
+from nodewatch.tasks.simulate.rng import rng
+from nodewatch.tasks.simulate.schedule import Schedule
 
 DRIVERS = ("idle", "util", "mem", "net", "ib", "disk_r", "disk_w", "lustre", "err_ce", "err_ib", "err_net", "linkdown", "hog")
 D = {k: i for i, k in enumerate(DRIVERS)}
@@ -29,7 +30,6 @@ WARMUP_S = 3600
 THERMAL_TAU_S = 180.0
 FAN_T0_C = 28.0
 """Temperature where the fan curve leaves its floor speed ``fan_base``."""
-JOB_LEVELS = ("util", "mem", "net", "ib", "disk_r", "disk_w", "lustre")
 IDLE = {"util": 0.015, "mem": 0.04}
 
 # counter rate (per second) = W[c] @ drivers; the 'idle' column is the always-on baseline.
@@ -110,21 +110,6 @@ def _hash_unit(seed: int, node: int, idx: np.ndarray, c: int) -> np.ndarray:
     x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     x = x ^ (x >> np.uint64(31))
     return (x >> np.uint64(11)).astype(np.float64) / float(1 << 53)
-
-
-@dataclass
-class NodeEvents:
-    """The schedule restricted to one node (small arrays)."""
-
-    job_start: np.ndarray
-    job_end: np.ndarray
-    job_levels: np.ndarray  # (J, len(JOB_LEVELS))
-    job_ids: np.ndarray
-    anomalies: list[tuple[float, float, str, float]]
-    precursors: list[tuple[float, float, str]]
-    down: list[tuple[float, float]]  # crash/shutdown .. up (no telemetry)
-    boots: np.ndarray  # t_up times (counter resets)
-    outages: list[tuple[float, float]]
 
 
 def driver_pieces(ev: NodeEvents, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tasks.simulate.config import SimConfig
+from nodewatch.tasks.simulate.config import SimConfig
 
 
 @dataclass(frozen=True)

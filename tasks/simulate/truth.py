@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from tasks.simulate.schedule import Schedule
+from nodewatch.tasks.simulate.schedule import Schedule
 
 STATES = ("IDLE", "RESERVED_IDLE", "JOB_RUNNING", "CONNECTION_LOSS", "DOWN", "BOOTING", "ADMIN_RESV", "UNSCHEDULED_RESV")
 """Index = priority (higher wins)."""

@@ -2,7 +2,7 @@
 
 Arrivals are a renewal process with Weibull inter-arrival times in "operational time", warped by
 the fitted hour-of-day profile; sizes, runtimes and time limits come from the fitted distributions
-(:data:`tasks.simulate.config.THUNDER_FIT`). The scheduler is first-fit over a FIFO queue with
+(:data:`nodewatch.tasks.simulate.config.THUNDER_FIT`). The scheduler is first-fit over a FIFO queue with
 backfilling (a job that waited longer than ``STARVATION_S`` stops backfilling until it starts),
 exclusive nodes, honours MAINT reservations (no job may overlap an admin window or the misconfigured
 rack's window: Slurm would not start it) and never starts on a down node. Jobs whose nodes crash or
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tasks.simulate.config import SimConfig
-from tasks.simulate.rng import rng
+from nodewatch.tasks.simulate.config import SimConfig
+from nodewatch.tasks.simulate.rng import rng
 
 CHUNK = 256
 STARVATION_S = 4 * 3600.0
@@ -178,7 +178,7 @@ def schedule_jobs(
         down: per node, intervals when the node cannot start jobs (crash..up, reboots, emergency resv).
         kill: per node, times at which slurmctld sets the node DOWN (jobs on it end NODE_FAIL then).
         planned: per node, intervals known in advance (MAINT and user reservations, misconfigured rack).
-        resv: user reservations (:func:`tasks.simulate.maintenance.user_reservations`); their jobs come
+        resv: user reservations (:func:`nodewatch.tasks.simulate.maintenance.user_reservations`); their jobs come
             from :func:`reservation_jobs`.
     """
     n = cfg.n_nodes
@@ -383,7 +383,7 @@ def reservation_jobs(
     """
     hold_nodes: set[int] = set()
     if hold:
-        from tasks.simulate.topology import build_topology
+        from nodewatch.tasks.simulate.topology import build_topology
 
         hold_nodes = set(build_topology(cfg).nodes_of_rack(cfg.misconfigured_rack).tolist())
     rows: list[dict] = []

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from tasks.simulate.metrics import COUNTERS, METRIC_NAMES, METRICS
+from nodewatch.tasks.simulate.metrics import COUNTERS, METRIC_NAMES, METRICS
 
 METRIC_UNITS = {m.name: m.unit for m in METRICS}
 

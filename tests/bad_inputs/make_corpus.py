@@ -5,7 +5,7 @@ Nothing of it is committed: tests call :func:`make_corpus` into a temporary dire
 
 Each :class:`Case` is one input file plus its exact expected outcome at parser level:
 
-* ``error``: the parser raises :class:`tasks.ingest.inputs.InputError` whose message matches this
+* ``error``: the parser raises :class:`nodewatch.tasks.ingest.inputs.InputError` whose message matches this
   regex (it names the file and line); ``rows_before_error`` says rows read before must be kept;
 * otherwise ``valid`` (line numbers that must become rows) and ``rejects`` (line -> exact reason);
   every other non-empty line of the file is in one of the two, so no row is silently lost;

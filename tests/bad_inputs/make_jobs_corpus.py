@@ -2,7 +2,7 @@
 
 Run ``python tests/bad_inputs/make_jobs_corpus.py`` to (re)write the files; ``tests/test_jobs_parsers.py``
 checks that the committed files equal what this script generates and that every file gives its
-expected outcome (:data:`EXPECTED`): either an :class:`~tasks.ingest.inputs.InputError` whose message
+expected outcome (:data:`EXPECTED`): either an :class:`~nodewatch.tasks.ingest.inputs.InputError` whose message
 contains the given text, or parsed rows plus rejects with exact reasons (by line number).
 ``quarantined`` gives the exact reason (failing expectations, ``; ``-joined) with which the GX suite of
 ``schemas/jobs.py`` then quarantines a parsed row, and ``duplicates`` how many rows are dropped as

@@ -3,7 +3,7 @@
 ``python tests/bad_inputs/make_telemetry_corpus.py OUT_DIR`` writes every file into ``OUT_DIR``
 and prints the cases; ``tests/test_telemetry_bad_inputs.py`` calls :func:`generate` into a
 temporary directory (nothing is committed but this script), ingests each case through the real
-pipeline (``tasks.ingest.pipeline.ingest_files``) and asserts the exact outcome in :class:`Case`:
+pipeline (``nodewatch.tasks.ingest.pipeline.ingest_files``) and asserts the exact outcome in :class:`Case`:
 the quarantined-file message, or the staged / duplicate counts and the quarantine reason of every
 rejected line (so no valid row of a bad file can be lost silently: ``rows_in = staged +
 quarantined + duplicates`` and the staged count is exact).

@@ -1,0 +1,1 @@
+"""Anomaly-detection math (RUAD and baselines, Molan et al.): pure numpy/torch/sklearn."""

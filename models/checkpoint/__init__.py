@@ -1,0 +1,1 @@
+"""Checkpoint-interval and failure-model math (Frank, ch. 3): pure numpy/scipy."""

@@ -1,0 +1,1 @@
+"""SaNSA node-state math (Agarwal et al.): pure numpy."""

@@ -1,0 +1,1 @@
+"""Per-node anomaly models: training, the model registry, labels, nightly scoring."""

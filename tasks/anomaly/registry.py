@@ -1,0 +1,158 @@
+"""Model registry in the store: ``models/<kind>/<run_id>/`` and ``models/<kind>/CURRENT``.
+
+Layout of one run::
+
+    models/<kind>/<run_id>/params.json            kind, model, mode, hyper-parameters, features, metrics, period
+    models/<kind>/<run_id>/nodes/<node>.safetensors  per-node weights + scaler + max training error (tensors)
+    models/<kind>/<run_id>/nodes/<node>.json      per-node scaler, threshold, max error, training curve, origin run
+    models/<kind>/<run_id>/failed.json            nodes that failed to train: reason, and the run they were carried over from
+    models/<kind>/<run_id>/metrics.json, table.md, roc.png, scores.parquet   evaluation (see nodewatch.tasks.anomaly.train)
+
+Weights are written with ``safetensors`` and read back with ``safetensors.numpy.load`` — loading
+never unpickles anything. ``CURRENT`` is moved only after a run has finished
+(:meth:`nodewatch.tasks.core.store.Store.set_current`); a node that failed keeps its previous model, copied from
+the run ``CURRENT`` pointed to before (its JSON records ``trained_in``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from safetensors.numpy import load as st_load
+from safetensors.numpy import save as st_save
+
+from nodewatch.models.anomaly.base import NodeEstimator
+from nodewatch.models.anomaly.clustering import KMeansClustering
+from nodewatch.models.anomaly.dense_ae import DenseAutoencoder
+from nodewatch.models.anomaly.exp_smoothing import ExpSmoothing
+from nodewatch.models.anomaly.ruad import RUAD
+from nodewatch.schemas.names import check_node_name, check_path_token
+from nodewatch.tasks.core.store import Store
+
+ESTIMATORS: dict[str, type[NodeEstimator]] = {
+    "ruad": RUAD,
+    "dense": DenseAutoencoder,
+    "exp": ExpSmoothing,
+    "clu": KMeansClustering,
+}
+"""Model name (CLI ``--model``) -> estimator class."""
+
+
+def kind_of(model: str, mode: str = "unsupervised") -> str:
+    """Registry kind: ``ruad``, ``ruad_semi``, ``dense``, ``dense_semi``, ``exp``, ``clu``."""
+    if model not in ESTIMATORS:
+        raise ValueError(f"unknown model {model!r}: choose one of {', '.join(ESTIMATORS)}")
+    return f"{model}_semi" if mode == "semi" and model in ("ruad", "dense") else model
+
+
+def area(kind: str) -> str:
+    """Store area of a kind (holds the runs and ``CURRENT``)."""
+    return f"models/{check_path_token(kind, 'model kind')}"
+
+
+def run_prefix(kind: str, run_id: str) -> str:
+    """Key prefix of one registry run."""
+    return f"{area(kind)}/{check_path_token(run_id, 'run id')}"
+
+
+def estimator_params(est: NodeEstimator) -> dict[str, Any]:
+    """JSON-safe hyper-parameters of an estimator."""
+    return json.loads(json.dumps(est.get_params(), default=list))
+
+
+def write_node(store: Store, kind: str, run_id: str, node: str, est: NodeEstimator, k: int, extra: dict[str, Any]) -> None:
+    """Write node ``k`` of a fitted estimator as ``nodes/<node>.safetensors`` + ``nodes/<node>.json``."""
+    check_node_name(node)
+    state = est.node_state(k)  # type: ignore[attr-defined]
+    tensors = {name: np.ascontiguousarray(v) for name, v in state.items()}
+    prefix = run_prefix(kind, run_id)
+    store.write_bytes(st_save(tensors, metadata={"kind": kind, "node": node, "run_id": run_id}), prefix, "nodes",
+                      f"{node}.safetensors")
+    meta = {
+        "node": node,
+        "kind": kind,
+        "trained_in": run_id,
+        "threshold": float(est.threshold),
+        "max_error": float(state["max_error"][0]),
+        "scaler": {"min": state["scaler.min"].tolist(), "max": state["scaler.max"].tolist()},
+        **extra,
+    }
+    store.write_json(_finite(meta), prefix, "nodes", f"{node}.json")
+
+
+def _finite(obj: Any) -> Any:
+    """Replace NaN/inf by None so the JSON is standard."""
+    if isinstance(obj, float):
+        return obj if np.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def node_keys(store: Store, kind: str, run_id: str) -> list[str]:
+    """Nodes that have weights in a run."""
+    base = store.path(run_prefix(kind, run_id), "nodes")
+    if not store.fs.exists(base):
+        return []
+    names = [p.rsplit("/", 1)[1] for p in store.fs.ls(base, detail=False)]
+    return sorted(n[: -len(".safetensors")] for n in names if n.endswith(".safetensors") and not n.startswith(".tmp"))
+
+
+def carry_over(store: Store, kind: str, run_id: str, node: str, previous: str | None) -> str | None:
+    """Copy node's files from the previous run into ``run_id`` (its model is kept); returns the run the
+    model was originally trained in, or ``None`` if there is no previous model for the node."""
+    if previous is None or previous == run_id:
+        return None
+    src = run_prefix(kind, previous)
+    if not store.exists(src, "nodes", f"{check_node_name(node)}.safetensors"):
+        return None
+    dst = run_prefix(kind, run_id)
+    with store.fs.open(store.path(src, "nodes", f"{node}.safetensors"), "rb") as f:
+        store.write_bytes(f.read(), dst, "nodes", f"{node}.safetensors")
+    meta = store.read_json(src, "nodes", f"{node}.json")
+    meta["carried_over_from"] = previous
+    store.write_json(meta, dst, "nodes", f"{node}.json")
+    return str(meta.get("trained_in", previous))
+
+
+@dataclass
+class LoadedModels:
+    """Fitted per-node models of one registry run, ready for scoring (nodes in ``nodes`` order)."""
+
+    kind: str
+    run_id: str
+    nodes: list[str]
+    estimator: NodeEstimator
+    params: dict[str, Any]
+    meta: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def window(self) -> int:
+        """Steps of history a score needs (W for RUAD, 1 otherwise)."""
+        return int(self.params["hyper"].get("window", 1)) if self.params["model"] == "ruad" else 1
+
+
+def load_models(store: Store, kind: str, run_id: str | None = None, nodes: list[str] | None = None) -> LoadedModels:
+    """Load the per-node models of ``run_id`` (default: ``CURRENT``) for ``nodes`` (default: all)."""
+    run_id = run_id or store.current(area(kind))
+    if run_id is None:
+        raise FileNotFoundError(f"no trained {kind} models in {store.url}: run `nodewatch train` first")
+    prefix = run_prefix(kind, run_id)
+    params = store.read_json(prefix, "params.json")
+    available = node_keys(store, kind, run_id)
+    wanted = available if nodes is None else [check_node_name(n) for n in nodes if n in set(available)]
+    if not wanted:
+        raise FileNotFoundError(f"run {run_id} of {kind} has no model for the requested nodes")
+    states, meta = [], {}
+    for node in wanted:
+        with store.fs.open(store.path(prefix, "nodes", f"{node}.safetensors"), "rb") as f:
+            states.append(st_load(f.read()))
+        meta[node] = store.read_json(prefix, "nodes", f"{node}.json")
+    cls = ESTIMATORS[params["model"]]
+    est = cls.from_node_states(states, **params["hyper"])  # type: ignore[attr-defined]
+    return LoadedModels(kind, run_id, wanted, est, params, meta)

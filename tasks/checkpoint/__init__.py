@@ -1,0 +1,1 @@
+"""Failure-aware checkpoint-interval tables: job shapes, failure fits, tables."""

@@ -1,0 +1,1 @@
+"""Shared plumbing: the store, settings, run manifests, validation, counter rates."""

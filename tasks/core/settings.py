@@ -1,0 +1,141 @@
+"""One settings object for the whole application.
+
+Precedence (highest first): explicit keyword arguments (CLI flags), environment variables
+``NODEWATCH_*``, a TOML file, then the defaults below. The TOML file is, in this order, the
+``config`` argument of :func:`load_settings`, the CLI's ``--config`` (registered with
+:func:`set_default_config`), or the file named by the environment variable ``NODEWATCH_CONFIG``.
+:func:`load_settings` reads the file itself (no environment variable is written); a missing file
+raises :class:`FileNotFoundError`, a file that is not valid TOML, names an unknown setting or holds
+an invalid value raises :class:`SettingsError` naming the file.
+
+User hashing (``hash_users``): the ``user``, ``group`` and ``cancelled_by`` columns of the staged
+``jobs`` table are replaced by a keyed hash of the value (see :func:`nodewatch.tasks.ingest.jobs.keyed_hash`).
+The key ``hash_salt`` is a secret: set it in the environment (``NODEWATCH_HASH_SALT``) or in a TOML
+file kept out of version control, never in code, on the command line or in a flow parameter. Hashing
+without a salt of at least :data:`MIN_SALT_CHARS` characters is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, Self
+
+from pydantic import Field, SecretStr, ValidationError, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+MIN_SALT_CHARS = 16
+"""Shortest accepted ``hash_salt`` when ``hash_users`` is on (user names are guessable: the salt is the secret)."""
+
+
+class SettingsError(ValueError):
+    """Settings that cannot be used: invalid TOML file, unknown setting, invalid value (one-line message)."""
+
+
+class Settings(BaseSettings):
+    """Runtime configuration of nodewatch (build it with :func:`load_settings`)."""
+
+    model_config = SettingsConfigDict(env_prefix="NODEWATCH_", extra="ignore")
+
+    store: str = Field("./nodewatch-data", description="fsspec URL of the store root")
+    hash_users: bool = Field(
+        False, description="replace user/group (and cancelled_by) of staged jobs by a keyed hash (HMAC-SHA256 with hash_salt)"
+    )
+    hash_salt: SecretStr = Field(
+        SecretStr(""),
+        description=f"secret key of user hashing (>= {MIN_SALT_CHARS} chars): env NODEWATCH_HASH_SALT or TOML, never code",
+    )
+    step: str = Field("15min", description="aggregation step of the telemetry cube")
+    dask_address: str | None = Field(None, description="address of an existing Dask scheduler")
+    dask_workers: int = Field(2, description="workers of the default LocalCluster")
+    node_batch: int = Field(50, description="nodes per batch for aggregation, training and scoring")
+    future_tolerance_s: int = Field(300, description="rows more than this many seconds in the future are rejected")
+    data_docs: bool = Field(True, description="write a Great Expectations Data Docs site per run")
+    service_hosts: list[str] = Field(
+        default_factory=list,
+        description="non-compute hosts whose rows are accepted (e.g. the Slurm controller); env: JSON list",
+    )
+
+    @model_validator(mode="after")
+    def _salt_for_hashing(self) -> Self:
+        if self.hash_users and len(self.hash_salt.get_secret_value()) < MIN_SALT_CHARS:
+            raise ValueError(
+                f"hash_users is on but hash_salt is empty or shorter than {MIN_SALT_CHARS} characters: set "
+                "NODEWATCH_HASH_SALT in the environment or hash_salt in the TOML file (never in code)"
+            )
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """CLI/init args > env > TOML file (the one :func:`load_settings` read) > defaults."""
+        toml = _TOML_SOURCE.get()
+        return (init_settings, env_settings) if toml is None else (init_settings, env_settings, toml)
+
+
+_TOML_SOURCE: ContextVar[TomlConfigSettingsSource | None] = ContextVar("nodewatch_toml_source", default=None)
+"""The TOML source of the :class:`Settings` being built by :func:`load_settings` (set only during the call)."""
+
+_default_config: Path | None = None
+
+
+def set_default_config(config: Path | None) -> None:
+    """Use ``config`` as the TOML file of later :func:`load_settings` calls that pass none (the CLI's
+    ``--config``, so that flows run by the CLI see it); ``None`` clears it."""
+    global _default_config
+    _default_config = Path(config) if config is not None else None
+
+
+def config_path(config: Path | None = None) -> Path | None:
+    """The TOML file to read: ``config``, else the CLI's ``--config``, else ``$NODEWATCH_CONFIG``, else none."""
+    if config is not None:
+        return Path(config)
+    if _default_config is not None:
+        return _default_config
+    env = os.environ.get("NODEWATCH_CONFIG")
+    return Path(env) if env else None
+
+
+def toml_source(path: Path) -> TomlConfigSettingsSource:
+    """The settings source of TOML file ``path``, checked: it exists, parses and names only known settings."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"config file {path} does not exist")
+    try:
+        source = TomlConfigSettingsSource(Settings, toml_file=path)
+    except tomllib.TOMLDecodeError as e:
+        raise SettingsError(f"config file {path} is not valid TOML: {e}") from None
+    unknown = sorted(set(source.toml_data) - set(Settings.model_fields))
+    if unknown:
+        raise SettingsError(
+            f"config file {path}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(Settings.model_fields)}"
+        )
+    return source
+
+
+def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
+    """Build settings; ``config`` is a TOML file (see :func:`config_path`), ``overrides`` are CLI flags
+    (``None`` values ignored)."""
+    path = config_path(config)
+    token = _TOML_SOURCE.set(toml_source(path) if path is not None else None)
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as e:
+        where = f" (config file {path})" if path is not None else ""
+        problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'settings'}: {err['msg']}" for err in e.errors())
+        raise SettingsError(f"invalid settings{where}: {problems}") from None
+    finally:
+        _TOML_SOURCE.reset(token)

@@ -1,0 +1,242 @@
+"""The store: one fsspec root holding raw inputs, staged tables, quarantine, cubes, models, runs.
+
+Layout (see ``docs/store.md``)::
+
+    raw/<source>/<sha256>.<ext>                       immutable, content-addressed input bytes
+    staged/<table>/date=YYYY-MM-DD/part-<run_id>.parquet
+    quarantine/<table>/date=YYYY-MM-DD/<run_id>.parquet   rejected rows with reason + source offset
+    quarantine/files/<source>/<sha256>.json           files that could not be parsed at all
+    runs/<run_id>.json                                run manifests
+    <area>/CURRENT                                    atomic pointer to the current run of an area
+
+All writes of final objects go through a temporary name followed by a rename (atomic on local
+disks; single-object PUT on object stores), so readers never observe half-written files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from nodewatch.schemas.names import check_path_token
+
+_CHUNK = 1 << 20
+
+
+def sha256_file(path: str | os.PathLike[str], fs: fsspec.AbstractFileSystem | None = None) -> tuple[str, int]:
+    """Return (hex sha256, size in bytes) of a file, streaming in 1 MiB chunks."""
+    h = hashlib.sha256()
+    size = 0
+    opener = fs.open if fs is not None else open
+    with opener(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+            size += len(chunk)
+    return h.hexdigest(), size
+
+
+@dataclass(frozen=True)
+class RawObject:
+    """A landed input: its hash, where it lives in the store and whether it was new."""
+
+    sha256: str
+    key: str
+    size: int
+    new: bool
+
+
+class Store:
+    """Access to the store root (any fsspec URL; default local ``./nodewatch-data``)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.fs, root = fsspec.core.url_to_fs(url)
+        self.root = root.rstrip("/")
+        self.fs.makedirs(self.root, exist_ok=True)
+
+    # ----------------------------------------------------------------- paths
+    def path(self, *parts: str) -> str:
+        """Absolute path (in the store's filesystem) of a key built from validated parts."""
+        for p in parts:
+            for token in p.split("/"):
+                if token in ("", ".", "..") or "\x00" in token:
+                    raise ValueError(f"unsafe store key component {p!r}")
+        return "/".join([self.root, *parts])
+
+    def url_of(self, *parts: str) -> str:
+        """fsspec URL of a key (for zarr/xarray/pyarrow consumers)."""
+        p = self.path(*parts)
+        proto = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
+        return p if proto in ("file", "local") else f"{proto}://{p}"
+
+    @property
+    def is_local(self) -> bool:
+        """Whether the store is on the local filesystem."""
+        proto = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
+        return proto in ("file", "local")
+
+    def report_dir(self, *parts: str) -> Path:
+        """A local directory for human-facing reports (PNGs, markdown) under ``reports/``.
+
+        For remote stores the reports go to ``./nodewatch-reports/`` in the working directory.
+        """
+        base = Path(self.path("reports", *parts)) if self.is_local else Path("nodewatch-reports", *parts)
+        base.mkdir(parents=True, exist_ok=True)
+        return base
+
+    def exists(self, *parts: str) -> bool:
+        """Whether a key exists."""
+        return self.fs.exists(self.path(*parts))
+
+    # ----------------------------------------------------------------- atomic writes
+    def _tmp(self, final: str) -> str:
+        d, _, name = final.rpartition("/")
+        return f"{d}/.tmp-{uuid.uuid4().hex}-{name}"
+
+    def write_bytes(self, data: bytes, *parts: str) -> str:
+        """Write bytes atomically to a key; returns the path."""
+        final = self.path(*parts)
+        self.fs.makedirs(final.rpartition("/")[0], exist_ok=True)
+        tmp = self._tmp(final)
+        with self.fs.open(tmp, "wb") as f:
+            f.write(data)
+        self.fs.mv(tmp, final)
+        return final
+
+    def write_json(self, obj: Any, *parts: str) -> str:
+        """Write JSON atomically (sorted keys, so equal content gives equal bytes)."""
+        return self.write_bytes(json.dumps(obj, indent=2, sort_keys=True, default=str).encode(), *parts)
+
+    def read_json(self, *parts: str) -> Any:
+        """Read a JSON key."""
+        with self.fs.open(self.path(*parts), "rb") as f:
+            return json.load(f)
+
+    def write_parquet(self, table: pa.Table, *parts: str) -> str:
+        """Write a parquet file atomically (zstd, deterministic settings)."""
+        final = self.path(*parts)
+        self.fs.makedirs(final.rpartition("/")[0], exist_ok=True)
+        tmp = self._tmp(final)
+        with self.fs.open(tmp, "wb") as f:
+            pq.write_table(table, f, compression="zstd", write_statistics=True)
+        self.fs.mv(tmp, final)
+        return final
+
+    # ----------------------------------------------------------------- raw landing
+    def land_raw(self, source: str, local_path: str | os.PathLike[str]) -> RawObject:
+        """Copy an input file into ``raw/<source>/<sha256><ext>``; same bytes twice is a no-op."""
+        check_path_token(source, "source")
+        sha, size = sha256_file(local_path)
+        ext = "".join(Path(local_path).suffixes[-2:])[:16]
+        ext = "".join(ch for ch in ext if ch.isalnum() or ch == ".")
+        key = f"raw/{source}/{sha}{ext}"
+        if self.fs.exists(self.path(key)):
+            return RawObject(sha, key, size, new=False)
+        final = self.path(key)
+        self.fs.makedirs(final.rpartition("/")[0], exist_ok=True)
+        tmp = self._tmp(final)
+        self.fs.put_file(str(local_path), tmp)
+        self.fs.mv(tmp, final)
+        return RawObject(sha, key, size, new=True)
+
+    def ingested_marker(self, source: str, sha: str) -> str:
+        """Key of the marker saying a raw object was fully ingested (and by which run)."""
+        return f"raw/{check_path_token(source, 'source')}/{sha}.ingested.json"
+
+    def was_ingested(self, source: str, sha: str) -> dict[str, Any] | None:
+        """The marker of a previous successful ingestion of these bytes, if any."""
+        key = self.ingested_marker(source, sha)
+        return self.read_json(key) if self.exists(key) else None
+
+    def mark_ingested(self, source: str, sha: str, run_id: str, table: str, failed_with_format: str | None = None) -> None:
+        """Record that a raw object was ingested by ``run_id`` into ``table``.
+
+        ``failed_with_format``: the file could not be (fully) parsed with this ``--format`` choice
+        (``"auto"`` or a format name); the same bytes are skipped again only with that same choice,
+        so a retry with another ``--format`` (as the error message suggests) is not a no-op.
+        """
+        marker: dict[str, Any] = {"run_id": run_id, "table": table, "sha256": sha}
+        if failed_with_format is not None:
+            marker["failed_with_format"] = failed_with_format
+        self.write_json(marker, self.ingested_marker(source, sha))
+
+    # ----------------------------------------------------------------- staged / quarantine
+    def staged_key(self, table: str, date: str, run_id: str) -> str:
+        """Key of one staged partition file."""
+        return f"staged/{check_path_token(table, 'table')}/date={date}/part-{check_path_token(run_id, 'run id')}.parquet"
+
+    def quarantine_key(self, table: str, date: str, run_id: str) -> str:
+        """Key of one quarantine file."""
+        return f"quarantine/{check_path_token(table, 'table')}/date={date}/{check_path_token(run_id, 'run id')}.parquet"
+
+    def staged_dates(self, table: str) -> list[str]:
+        """Dates (YYYY-MM-DD) that have staged partitions for ``table``."""
+        base = self.path("staged", check_path_token(table, "table"))
+        if not self.fs.exists(base):
+            return []
+        return sorted(p.rsplit("date=", 1)[1] for p in self.fs.ls(base, detail=False) if "date=" in p)
+
+    def staged_files(self, table: str, dates: list[str] | None = None, run_id: str | None = None) -> list[str]:
+        """Paths of staged parquet files of ``table`` (optionally only for ``dates`` / written by ``run_id``)."""
+        out: list[str] = []
+        suffix = f"/part-{check_path_token(run_id, 'run id')}.parquet" if run_id else ".parquet"
+        for d in dates if dates is not None else self.staged_dates(table):
+            base = self.path("staged", table, f"date={d}")
+            if self.fs.exists(base):
+                out.extend(sorted(p for p in self.fs.ls(base, detail=False) if p.endswith(suffix)))
+        return out
+
+    def read_staged(
+        self, table: str, dates: list[str] | None = None, columns: list[str] | None = None, run_id: str | None = None
+    ) -> pa.Table | None:
+        """Read staged partitions of ``table`` into one Arrow table (``None`` if nothing is staged)."""
+        files = self.staged_files(table, dates, run_id)
+        if not files:
+            return None
+        parts = []
+        for p in files:
+            with self.fs.open(p, "rb") as f:
+                parts.append(pq.read_table(f, columns=columns))
+        return pa.concat_tables(parts, promote_options="permissive")
+
+    def read_parquet(self, *parts: str) -> pa.Table:
+        """Read one parquet key."""
+        with self.fs.open(self.path(*parts), "rb") as f:
+            return pq.read_table(f)
+
+    # ----------------------------------------------------------------- pointers and runs
+    def set_current(self, area: str, run_id: str) -> None:
+        """Atomically point ``<area>/CURRENT`` at ``run_id`` (call only after the run finished)."""
+        check_path_token(run_id, "run id")
+        self.write_bytes((run_id + "\n").encode(), area, "CURRENT")
+
+    def current(self, area: str) -> str | None:
+        """Run id that ``<area>/CURRENT`` points to, or ``None``."""
+        if not self.exists(area, "CURRENT"):
+            return None
+        with self.fs.open(self.path(area, "CURRENT"), "rb") as f:
+            return f.read().decode().strip() or None
+
+    def list_runs(self) -> list[str]:
+        """All run ids with a manifest, oldest first."""
+        base = self.path("runs")
+        if not self.fs.exists(base):
+            return []
+        names = [p.rsplit("/", 1)[1] for p in self.fs.ls(base, detail=False)]
+        return sorted(n[:-5] for n in names if n.endswith(".json") and not n.startswith(".tmp"))
+
+    def iter_files(self, *parts: str) -> Iterator[str]:
+        """All files below a key, recursively."""
+        base = self.path(*parts)
+        if self.fs.exists(base):
+            yield from sorted(self.fs.find(base))

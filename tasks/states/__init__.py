@@ -1,0 +1,1 @@
+"""SaNSA node states and failures from staged syslog, jobs, reservations and topology."""
