@@ -106,11 +106,11 @@ def main() -> None:
         f"wall = {a.table_shapes / best:,.0f} intervals/s; {best_cpu:.3f} s CPU = "
         f"{a.table_shapes / best_cpu:,.0f} intervals per CPU-second"
     )
-    # the whole product call: nodewatch.tasks.checkpoint.tables.compute_table on >= 1000 shapes (1-8192 nodes x
+    # the whole product call: nodewatch.tasks.checkpoint.compute.compute_table on >= 1000 shapes (1-8192 nodes x
     # 1-72 h), one checkpoint cost, one failure model: classical intervals + costs, Algorithm 1 with the
     # candidates, makespans, savings, the xarray Dataset
     from nodewatch.models.checkpoint.failures import FailureModel
-    from nodewatch.tasks.checkpoint.tables import CkptCost, compute_table, default_shape_grid
+    from nodewatch.tasks.checkpoint.compute import CkptCost, compute_table, default_shape_grid
 
     runtimes = np.linspace(1.0, 72.0, -(-a.table_shapes // 14))
     grid = default_shape_grid(runtimes_h=runtimes)

@@ -16,7 +16,8 @@ from prefect.cache_policies import NO_CACHE
 
 from nodewatch.flows.prefect_env import artifact_key
 from nodewatch.models.checkpoint.failures import FailureModel
-from nodewatch.tasks.checkpoint.tables import AREA, CkptCost, run_checkpoint_tables
+from nodewatch.tasks.checkpoint.compute import CkptCost
+from nodewatch.tasks.checkpoint.tables import AREA, run_checkpoint_tables
 from nodewatch.tasks.core.settings import load_settings
 from nodewatch.tasks.core.store import Store
 

@@ -21,7 +21,8 @@ def built_store(tmp_path_factory):
     """A store built by the pipeline's own steps: staged telemetry, the cube, an EXP model run, a checkpoint table."""
     from nodewatch.models.checkpoint.failures import FailureModel
     from nodewatch.tasks.anomaly.train import TrainConfig, run_training
-    from nodewatch.tasks.checkpoint.tables import CkptCost, run_checkpoint_tables
+    from nodewatch.tasks.checkpoint.compute import CkptCost
+    from nodewatch.tasks.checkpoint.tables import run_checkpoint_tables
     from nodewatch.tasks.core.store import Store
     from nodewatch.tasks.cubes.build import build_days, dask_client
     from nodewatch.tasks.cubes.synth import node_names, write_telemetry_day, write_topology

@@ -218,7 +218,8 @@ def trace_savings_cmd(
     from rich.table import Table
 
     from nodewatch.flows.cli import UserError, console, get_store
-    from nodewatch.tasks.checkpoint.tables import load_jobs, read_trace, trace_runtimes, trace_savings
+    from nodewatch.tasks.checkpoint.savings import read_trace, trace_runtimes, trace_savings
+    from nodewatch.tasks.checkpoint.tables import load_jobs
 
     if (trace is None) == (jobs is None):
         raise UserError("give exactly one of --trace FILE or --jobs staged|RUN_ID")

@@ -1,4 +1,4 @@
-"""Checkpoint tables (tasks/checkpoint/tables.py), the flow and the CLI."""
+"""Checkpoint tables (tasks/checkpoint/tables.py, compute.py, render.py, savings.py), the flow and the CLI."""
 
 from __future__ import annotations
 
@@ -11,17 +11,10 @@ import xarray as xr
 
 from nodewatch.models.checkpoint.failures import FailureModel
 from nodewatch.models.checkpoint.intervals import aware_interval, daly_interval, expected_cost, young_interval
+from nodewatch.tasks.checkpoint.compute import METHODS, CkptCost, compute_table, default_shape_grid
+from nodewatch.tasks.checkpoint.render import table_frame
 from nodewatch.tasks.checkpoint.shapes import SHAPE_COLUMNS
-from nodewatch.tasks.checkpoint.tables import (
-    AREA,
-    METHODS,
-    CkptCost,
-    compute_table,
-    default_shape_grid,
-    load_table,
-    run_checkpoint_tables,
-    table_frame,
-)
+from nodewatch.tasks.checkpoint.tables import AREA, load_table, run_checkpoint_tables
 
 MODELS = [FailureModel("w08", mtbf_node_h=5 * 8766.0, shape=0.8), FailureModel("poisson", mtbf_node_h=5 * 8766.0)]
 
@@ -192,7 +185,7 @@ def test_run_with_staged_jobs_and_failures(store) -> None:
 
 
 def test_trace_savings_table_3_1_method() -> None:
-    from nodewatch.tasks.checkpoint.tables import trace_runtimes, trace_savings
+    from nodewatch.tasks.checkpoint.savings import trace_runtimes, trace_savings
 
     rng = np.random.default_rng(5)
     n = 400
