@@ -2,7 +2,7 @@
 
 Generates synthetic staged tables directly (Arrow, the staged column names), then in one run:
 
-* new: :func:`~nodewatch.tasks.states.build.classify_syslog` + job/reservation layers (pyarrow)
+* new: :func:`~nodewatch.tasks.states.classify.classify_syslog` + job/reservation layers (pyarrow)
   + :func:`~nodewatch.models.states.machine.derive_states`;
 * baseline: a straightforward per-line Python classifier (``in`` / ``re`` per line, hostlists expanded
   per line) + :func:`nodewatch.models.states.machine.derive_states_reference` (per-event Python state machine).
@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from nodewatch.models.states.machine import NS_PER_S, Event, Events, Layers, derive_states, derive_states_reference  # noqa: E402
 from nodewatch.tasks.ingest.hostlist import compress_hostlist, expand_hostlist  # noqa: E402
-from nodewatch.tasks.states.build import classify_syslog, job_layers, parse_systemd_duration, reservation_layers  # noqa: E402
+from nodewatch.tasks.states.classify import classify_syslog, job_layers, parse_systemd_duration, reservation_layers  # noqa: E402
 
 S = NS_PER_S
 DAY = 86400 * S

@@ -72,7 +72,7 @@ def fmt_range(lo: int, hi: int) -> str:
 
 def _wrap(fn):  # noqa: ANN001, ANN202
     from nodewatch.flows.cli import UserError
-    from nodewatch.tasks.states.build import StatesError
+    from nodewatch.tasks.states.common import StatesError
 
     try:
         return fn()
@@ -128,7 +128,7 @@ def show(
 
     from nodewatch.flows.cli import UserError, console, get_store
     from nodewatch.schemas.names import check_node_name
-    from nodewatch.tasks.states.build import day_range
+    from nodewatch.tasks.states.common import day_range
 
     check_node_name(node)
     lo, hi = _instant(start, False), _instant(end, True)

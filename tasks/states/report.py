@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from nodewatch.models.states import analytics as sa
 from nodewatch.schemas.states import STATE_NAMES
-from nodewatch.tasks.states.build import StatesError, day_range
+from nodewatch.tasks.states.common import StatesError, day_range
 
 DAY_NS = 86400 * 10**9
 

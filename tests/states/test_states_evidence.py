@@ -1,6 +1,6 @@
 """``failure_events.evidence`` carries the real evidence of each episode, not a fixed sentence per cause.
 
-Each branch of :func:`nodewatch.tasks.states.build.episode_evidence`: systemd boot (end time + its own duration),
+Each branch of :func:`nodewatch.tasks.states.events.episode_evidence`: systemd boot (end time + its own duration),
 kernel-banner boot, "now responding", a silent node (last line seen or none) still down at the window end.
 """
 
@@ -9,7 +9,8 @@ from __future__ import annotations
 import pandas as pd
 from states_helpers import syslog_table
 
-from nodewatch.tasks.states.build import derive_from_tables, failure_events_table
+from nodewatch.tasks.states.derive import derive_from_tables
+from nodewatch.tasks.states.events import failure_events_table
 
 NODES = ["cn01", "cn02", "cn03", "cn04", "cn05"]
 

@@ -74,7 +74,8 @@ def test_worked_example_fig2():
 
 def test_worked_example_fixture_file():
     """The transcribed fixture through the task-level classifier gives the expected timeline file."""
-    from nodewatch.tasks.states.build import derive_from_tables, timeline_table
+    from nodewatch.tasks.states.derive import derive_from_tables
+    from nodewatch.tasks.states.events import timeline_table
 
     raw = pd.read_csv(FIXTURES / "states" / "worked_example_syslog.csv")
     syslog = pa.table(

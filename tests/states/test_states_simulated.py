@@ -63,7 +63,8 @@ def test_states_match_simulator_ground_truth(store, tmp_path):
     pytest.importorskip("nodewatch.tasks.simulate.cluster")
     from nodewatch.tasks.simulate.cluster import simulate
     from nodewatch.tasks.simulate.config import SimConfig
-    from nodewatch.tasks.states.build import build_states, reservation_state
+    from nodewatch.tasks.states.build import build_states
+    from nodewatch.tasks.states.classify import reservation_state
 
     cfg = SimConfig(**SIM)
     out = tmp_path / "sim"

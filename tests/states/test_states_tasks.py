@@ -1,4 +1,4 @@
-"""tasks/states/build.py: classification of staged rows, bad input, staged outputs and the state cube."""
+"""tasks/states/ (build, classify, derive, events, cube): classifying staged rows, bad input, staged outputs, the cube."""
 
 from __future__ import annotations
 
@@ -11,14 +11,10 @@ import pytest
 from states_helpers import jobs_table, resv_table, syslog_table
 
 from nodewatch.models.states.machine import State
-from nodewatch.tasks.states.build import (
-    StatesError,
-    build_states,
-    classify_syslog,
-    derive_from_tables,
-    parse_systemd_duration,
-    reservation_state,
-)
+from nodewatch.tasks.states.build import build_states
+from nodewatch.tasks.states.classify import classify_syslog, parse_systemd_duration, reservation_state
+from nodewatch.tasks.states.common import StatesError
+from nodewatch.tasks.states.derive import derive_from_tables
 
 
 def test_parse_systemd_duration():

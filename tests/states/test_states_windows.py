@@ -186,7 +186,8 @@ def test_overlay_does_not_cut_or_invent_failure_events():
     """A failure that began before an emergency reservation keeps its real end; one beginning inside it is shadowed."""
     from states_helpers import resv_table
 
-    from nodewatch.tasks.states.build import derive_from_tables, failure_events_table
+    from nodewatch.tasks.states.derive import derive_from_tables
+    from nodewatch.tasks.states.events import failure_events_table
 
     syslog = syslog_table(
         [
@@ -215,7 +216,8 @@ def test_shadowed_by_names_the_overlay_in_effect():
     """ADMIN_RESV shadows a failure beginning inside it; inside both overlays UNSCHEDULED_RESV (higher priority) wins."""
     from states_helpers import resv_table
 
-    from nodewatch.tasks.states.build import derive_from_tables, failure_events_table
+    from nodewatch.tasks.states.derive import derive_from_tables
+    from nodewatch.tasks.states.events import failure_events_table
 
     syslog = syslog_table(
         [
