@@ -5,7 +5,7 @@ Generates synthetic staged tables directly (Arrow, the staged column names), the
 * new: :func:`~nodewatch.tasks.states.classify.classify_syslog` + job/reservation layers (pyarrow)
   + :func:`~nodewatch.models.states.machine.derive_states`;
 * baseline: a straightforward per-line Python classifier (``in`` / ``re`` per line, hostlists expanded
-  per line) + :func:`nodewatch.models.states.machine.derive_states_reference` (per-event Python state machine).
+  per line) + :func:`nodewatch.models.states.reference.derive_states_reference` (per-event Python state machine).
 
 Asserts both produce the same timeline and prints absolute times, ``ratio=`` (end to end) and the
 derivation-only ratio. Goal: new end-to-end <= 60 s on 2 cores and ratio >= 10.
@@ -26,7 +26,9 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from nodewatch.models.states.machine import NS_PER_S, Event, Events, Layers, derive_states, derive_states_reference  # noqa: E402
+from nodewatch.models.states.machine import derive_states  # noqa: E402
+from nodewatch.models.states.reference import derive_states_reference  # noqa: E402
+from nodewatch.models.states.timeline import NS_PER_S, Event, Events, Layers  # noqa: E402
 from nodewatch.tasks.ingest.hostlist import compress_hostlist, expand_hostlist  # noqa: E402
 from nodewatch.tasks.states.classify import classify_syslog, job_layers, parse_systemd_duration, reservation_layers  # noqa: E402
 

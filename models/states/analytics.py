@@ -9,7 +9,7 @@
 * :func:`group_daily_fraction`, :func:`underutilised_groups` — rack-level under-utilisation (Sec. III-B, Fig. 8);
 * :func:`correlated_failures` — failures of many nodes at (nearly) the same instant, by rack (Sec. III-E).
 
-Timelines are the arrays of :class:`nodewatch.models.states.machine.Timeline` (node, start, end, state codes 1..8).
+Timelines are the arrays of :class:`nodewatch.models.states.timeline.Timeline` (node, start, end, state codes 1..8).
 """
 
 from __future__ import annotations

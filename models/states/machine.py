@@ -2,7 +2,7 @@
 
 Inputs are plain arrays (node index, time in int64 ns UTC) of
 
-* syslog *events* already classified by :mod:`nodewatch.tasks.states.build` (slurmctld "not responding, setting
+* syslog *events* already classified by :mod:`nodewatch.tasks.states.classify` (slurmctld "not responding, setting
   DOWN" / "now responding", systemd "Startup finished in ..." with its total boot duration, kernel
   boot banner lines),
 * job allocations (node, start, end, job id) and reservations (node, start, end, state, ref).
@@ -28,144 +28,29 @@ Semantics (paper Sec. II-C, "patchwork" of states with priorities):
    ``overlay=False`` leaves out the two administrative overlays ("w/o overlay" of Table II).
 
 :func:`derive_states` is the vectorised implementation (sort by node/time, segment operations,
-priority resolution as a max over layers); :func:`derive_states_reference` is a straightforward
-per-event Python state machine with the same semantics, used as the oracle in tests and as the
-baseline in ``benchmarks/states.py``.
+priority resolution as a max over layers); :mod:`nodewatch.models.states.reference` holds the
+per-event Python state machine with the same semantics (test oracle, ``benchmarks/states.py``
+baseline) and :mod:`nodewatch.models.states.timeline` the states, inputs and Timeline output.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from enum import IntEnum
+from dataclasses import dataclass
 
 import numpy as np
 
-NS_PER_S = 1_000_000_000
-
-
-class State(IntEnum):
-    """The eight SaNSA node states (paper Sec. II-B, numbered as in the paper)."""
-
-    DOWN = 1
-    CONNECTION_LOSS = 2
-    BOOTING = 3
-    IDLE = 4
-    JOB_RUNNING = 5
-    ADMIN_RESV = 6
-    RESERVED_IDLE = 7
-    UNSCHEDULED_RESV = 8
-
-
-#: Resolution order, lowest priority first (paper Sec. II-C: UNSCHEDULED_RESV and ADMIN_RESV are the
-#: highest, BOOTING beats CONNECTION_LOSS; a job beats its user reservation; IDLE fills the gaps).
-PRIORITY: tuple[State, ...] = (
-    State.IDLE,
-    State.RESERVED_IDLE,
-    State.JOB_RUNNING,
-    State.CONNECTION_LOSS,
-    State.DOWN,
-    State.BOOTING,
-    State.ADMIN_RESV,
-    State.UNSCHEDULED_RESV,
+from nodewatch.models.states.timeline import (
+    NS_PER_S,
+    OVERLAY_STATES,
+    PRIORITY,
+    Event,
+    Events,
+    Layers,
+    Params,
+    Source,
+    State,
+    Timeline,
 )
-OVERLAY_STATES: frozenset[State] = frozenset({State.ADMIN_RESV, State.UNSCHEDULED_RESV})
-
-
-class Event(IntEnum):
-    """Kinds of classified syslog evidence."""
-
-    NOT_RESPONDING = 1
-    NOW_RESPONDING = 2
-    STARTUP_FINISHED = 3
-    KERNEL_BOOT = 4
-
-
-class Source(IntEnum):
-    """Which evidence produced an interval (the ``evidence`` column of ``node_states``)."""
-
-    GAP = 0  # IDLE: no other evidence (gap fill)
-    LOSS = 1  # slurmctld not responding .. now responding
-    LOSS_BOOT = 2  # DOWN: loss followed by a boot
-    LOSS_SILENT = 3  # DOWN: loss never resolved and node silent afterwards
-    LOSS_OPEN = 4  # CONNECTION_LOSS never resolved, node still logging
-    BOOT_SYSTEMD = 5  # systemd Startup finished
-    BOOT_KERNEL = 6  # kernel banner without Startup finished
-    JOB = 7  # job allocation (ref = job id)
-    RESERVATION = 8  # reservation (ref = reservation row)
-
-
-@dataclass(frozen=True)
-class Params:
-    """Tunables of the derivation (all in seconds)."""
-
-    pre_s: int = 600  # a boot ending up to this long before "not responding" still explains the loss
-    grace_s: int = 900  # a boot starting up to this long after "now responding" still explains the loss
-    max_boot_s: int = 3600  # kernel banner without "Startup finished" within this: boot of at most this long
-    banner_merge_s: int = 600  # banner lines closer than this belong to one boot
-
-
-@dataclass
-class Layers:
-    """Interval layers (already clipped or not) besides syslog: jobs and reservations.
-
-    ``*_node`` int, ``*_start``/``*_end`` int64 ns, ``job_ref`` job ids, ``resv_state`` one of
-    ADMIN_RESV / UNSCHEDULED_RESV / RESERVED_IDLE, ``resv_ref`` an id of the reservation.
-    """
-
-    job_node: np.ndarray
-    job_start: np.ndarray
-    job_end: np.ndarray
-    job_ref: np.ndarray
-    resv_node: np.ndarray
-    resv_start: np.ndarray
-    resv_end: np.ndarray
-    resv_state: np.ndarray
-    resv_ref: np.ndarray
-
-    @staticmethod
-    def empty() -> Layers:
-        """No jobs, no reservations."""
-        i = np.zeros(0, np.int64)
-        return Layers(i, i, i, i, i, i, i, i, i)
-
-
-@dataclass
-class Events:
-    """Classified syslog events: node index, time (ns), kind (:class:`Event`), duration (ns, boots)."""
-
-    node: np.ndarray
-    time: np.ndarray
-    kind: np.ndarray
-    duration: np.ndarray
-
-    @staticmethod
-    def empty() -> Events:
-        """No events."""
-        i = np.zeros(0, np.int64)
-        return Events(i, i, np.zeros(0, np.int8), i)
-
-
-@dataclass
-class Timeline:
-    """Derived timeline: intervals tiling ``[t_start, t_end)`` per node, sorted by (node, start)."""
-
-    node: np.ndarray
-    start: np.ndarray
-    end: np.ndarray
-    state: np.ndarray
-    source: np.ndarray
-    ref: np.ndarray
-    counts: dict[str, int] = field(default_factory=dict)
-
-    def __len__(self) -> int:
-        return int(self.node.size)
-
-    def equals(self, other: Timeline) -> bool:
-        """Same intervals (all columns)."""
-        return all(
-            np.array_equal(np.asarray(getattr(self, k), np.int64), np.asarray(getattr(other, k), np.int64))
-            for k in ("node", "start", "end", "state", "source", "ref")
-        )
 
 
 # ------------------------------------------------------------------ segment helpers
@@ -565,163 +450,3 @@ def derive_states(
     idx = np.nonzero(startm)[0]
     ends_idx = np.append(idx[1:], segn.size) - 1
     return Timeline(segn[idx], segs[idx], sege[ends_idx], segst[idx], segsrc[idx], segref[idx], counts)
-
-
-# ------------------------------------------------------------------ baseline: per-event Python state machine
-def derive_states_reference(
-    events: Events,
-    layers: Layers,
-    n_nodes: int,
-    t_start: int,
-    t_end: int,
-    last_seen: np.ndarray | None = None,
-    overlay: bool = True,
-    params: Params | None = None,
-) -> Timeline:
-    """Straightforward per-event Python state machine with the semantics of :func:`derive_states`.
-
-    Same paper sections (II-B, II-C). Walks every node's events one at a time; used as the test
-    oracle and as the benchmark baseline.
-    """
-    p = params or Params()
-    big = np.iinfo(np.int64).max
-    ev_by_node: dict[int, list[tuple[int, int, int]]] = {}
-    for nd, t, k, d in zip(
-        events.node.tolist(), events.time.tolist(), events.kind.tolist(), events.duration.tolist(), strict=True
-    ):
-        ev_by_node.setdefault(nd, []).append((t, k, d))
-    iv_by_node: dict[int, list[tuple[int, int, int, int, int]]] = {n: [] for n in range(n_nodes)}
-    for n, evs in ev_by_node.items():
-        evs.sort(key=lambda x: (x[0], x[1]))
-        # boots
-        boots: list[tuple[int, int, int]] = []  # (start, end, source)
-        banners: list[int] = []
-        sfs = [(t, d) for t, k, d in evs if k == Event.STARTUP_FINISHED]
-        nows = [t for t, k, _ in evs if k == Event.NOW_RESPONDING]
-        for t, d in sfs:
-            boots.append((t - d, t, int(Source.BOOT_SYSTEMD)))
-        last_b = None
-        for t, k, _ in evs:
-            if k == Event.KERNEL_BOOT:
-                if last_b is None or t - last_b > p.banner_merge_s * NS_PER_S:
-                    banners.append(t)
-                last_b = t
-        for b in banners:
-            nxt = next((t for t, _ in sfs if t >= b), None)
-            if nxt is not None and nxt - b <= p.max_boot_s * NS_PER_S:
-                continue
-            end = b + p.max_boot_s * NS_PER_S
-            nn = next((t for t in nows if t > b), None)
-            if nn is not None:
-                end = min(end, nn)
-            boots.append((b, end, int(Source.BOOT_KERNEL)))
-        boots.sort(key=lambda x: (x[1], x[0]))
-        # losses: state machine over slurmctld events
-        in_loss, ls = False, 0
-        losses: list[tuple[int, int | None]] = []
-        for t, k, _ in evs:
-            if k == Event.NOT_RESPONDING and not in_loss:
-                in_loss, ls = True, t
-            elif k == Event.NOW_RESPONDING and in_loss:
-                losses.append((ls, t))
-                in_loss = False
-        if in_loss:
-            losses.append((ls, None))
-        for ls, le in losses:
-            src = int(Source.LOSS)
-            fb = next((b for b in boots if b[1] >= ls - p.pre_s * NS_PER_S), None)
-            down = fb is not None and fb[0] <= (le if le is not None else big - p.grace_s * NS_PER_S) + p.grace_s * NS_PER_S
-            if le is not None and down:
-                before = [b for b in boots if b[1] <= le + p.grace_s * NS_PER_S]
-                if before and before[-1][1] > ls:
-                    cut = min(le, before[-1][1])
-                    if le - cut > p.grace_s * NS_PER_S:
-                        iv_by_node[n].append((cut, le, int(State.CONNECTION_LOSS), int(Source.LOSS), -1))
-                    le = cut
-            if le is None:
-                fb2 = next((b for b in boots if b[1] > ls), None)
-                if fb2 is not None:
-                    le, down = fb2[1], True
-                else:
-                    le = max(t_end, ls)
-                    seen = last_seen[n] if last_seen is not None else np.iinfo(np.int64).min
-                    if not down and seen <= ls:
-                        src = int(Source.LOSS_SILENT)
-                        down = True
-                    elif not down:
-                        src = int(Source.LOSS_OPEN)
-            if down and src == int(Source.LOSS):
-                src = int(Source.LOSS_BOOT)
-            iv_by_node[n].append((ls, le, int(State.DOWN if down else State.CONNECTION_LOSS), src, -1))
-        for b in boots:
-            iv_by_node[n].append((b[0], b[1], int(State.BOOTING), b[2], -1))
-    for nd, s, e, r in zip(
-        layers.job_node.tolist(), layers.job_start.tolist(), layers.job_end.tolist(), layers.job_ref.tolist(), strict=True
-    ):
-        iv_by_node[nd].append((s, e, int(State.JOB_RUNNING), int(Source.JOB), r))
-    for nd, s, e, st, r in zip(
-        layers.resv_node.tolist(),
-        layers.resv_start.tolist(),
-        layers.resv_end.tolist(),
-        layers.resv_state.tolist(),
-        layers.resv_ref.tolist(),
-        strict=True,
-    ):
-        iv_by_node[nd].append((s, e, int(st), int(Source.RESERVATION), r))
-    prio = {int(s): i for i, s in enumerate(PRIORITY)}
-    out: list[tuple[int, int, int, int, int, int]] = []
-    for n in range(n_nodes):
-        ivs = []
-        for s, e, st, src, r in iv_by_node[n]:
-            if not overlay and st in (State.ADMIN_RESV, State.UNSCHEDULED_RESV):
-                continue
-            s, e = max(s, t_start), min(e, t_end)
-            if e > s:
-                ivs.append((s, e, st, src, r))
-        points = sorted({t_start, t_end, *(x[0] for x in ivs), *(x[1] for x in ivs)})
-        # sweep: at each point pick the highest-priority active interval; evidence = the active
-        # interval of that state reaching furthest (ties: larger ref, then larger source)
-        ivs.sort(key=lambda x: (x[0], x[1], x[4], x[3]))
-        active: list[tuple[int, int, int, int, int, int]] = []
-        j = 0
-        cur = None
-        for a, bnd in zip(points[:-1], points[1:], strict=True):
-            while j < len(ivs) and ivs[j][0] <= a:
-                active.append((*ivs[j], j))
-                j += 1
-            active = [x for x in active if x[1] > a]
-            if active:
-                top = max(prio[x[2]] for x in active)
-                cand = [x for x in active if prio[x[2]] == top]
-                win = max(cand, key=lambda x: (x[1], x[4], x[3]))
-                key = (win[2], win[3], win[4])
-            else:
-                key = (int(State.IDLE), int(Source.GAP), -1)
-            if cur is not None and tuple(cur[3:]) == key:
-                cur[2] = bnd
-            else:
-                if cur is not None:
-                    out.append(tuple(cur))
-                cur = [n, a, bnd, *key]
-        if cur is not None:
-            out.append(tuple(cur))
-    arr = np.array(out, dtype=np.int64).reshape(-1, 6)
-    return Timeline(arr[:, 0], arr[:, 1], arr[:, 2], arr[:, 3].astype(np.int8), arr[:, 4].astype(np.int8), arr[:, 5])
-
-
-def to_grid(tl: Timeline, n_nodes: int, t_start: int, t_end: int, step_ns: int = 60 * NS_PER_S) -> np.ndarray:
-    """Sample a timeline on a regular grid: state at the start of each step (node × time int8).
-
-    The timeline must tile ``[t_start, t_end)`` for each of ``n_nodes`` nodes (as derive_states
-    returns); ``(t_end - t_start)`` must be a multiple of ``step_ns``. Paper Sec. II-C states per time.
-    """
-    if (t_end - t_start) % step_ns:
-        raise ValueError("window length must be a multiple of the grid step")
-    n_t = (t_end - t_start) // step_ns
-    first = -((t_start - tl.start) // step_ns)  # ceil((start - t0) / step)
-    last = -((t_start - tl.end) // step_ns)
-    counts = last - first
-    grid = np.repeat(tl.state.astype(np.int8), counts)
-    if grid.size != n_nodes * n_t:
-        raise ValueError("timeline does not tile the window for every node")
-    return grid.reshape(n_nodes, n_t)

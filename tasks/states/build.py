@@ -29,7 +29,7 @@ from datetime import date, timedelta
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nodewatch.models.states.machine import to_grid
+from nodewatch.models.states.timeline import to_grid
 from nodewatch.schemas.names import is_valid_node_name
 from nodewatch.schemas.states import STATE_CARRY
 from nodewatch.tasks.states.common import StatesError, _day_ns, _node_idx, _ns, day_range

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nodewatch.models.states.machine import NS_PER_S, Event, Events, State
+from nodewatch.models.states.timeline import NS_PER_S, Event, Events, State
 from nodewatch.tasks.states.common import _expand, _node_idx, _ns
 
 _PREFIX = r"^(?:\[[^\]]*\] )?"  # optional "[2018-06-09T03:29:13.803] " / "[    0.000000] " prefix

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nodewatch.models.states.machine import NS_PER_S
+from nodewatch.models.states.timeline import NS_PER_S
 
 DAY_NS = 86400 * NS_PER_S
 MIN_NS = 60 * NS_PER_S

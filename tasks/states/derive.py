@@ -15,17 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from nodewatch.models.states.machine import (
-    Boots,
-    Event,
-    Events,
-    Layers,
-    Losses,
-    State,
-    Timeline,
-    derive_states,
-    loss_table,
-)
+from nodewatch.models.states.machine import Boots, Losses, derive_states, loss_table
+from nodewatch.models.states.timeline import Event, Events, Layers, State, Timeline
 from nodewatch.schemas.names import is_valid_node_name
 from nodewatch.tasks.states.classify import classify_syslog, job_layers, reservation_layers
 from nodewatch.tasks.states.common import StatesError

@@ -18,15 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nodewatch.models.states.machine import (
-    NS_PER_S,
-    Events,
-    Source,
-    State,
-    Timeline,
-    loss_table,
-    losses_active_at,
-)
+from nodewatch.models.states.machine import loss_table, losses_active_at
+from nodewatch.models.states.timeline import NS_PER_S, Events, Source, State, Timeline
 from nodewatch.schemas.states import FAILURE_EVENTS, NODE_STATES, STATE_CARRY, STATE_NAMES
 from nodewatch.tasks.states.common import DAY_NS, _day_ns, _ns
 from nodewatch.tasks.states.derive import StateBuild

@@ -1,4 +1,4 @@
-"""Unit tests of models/states/machine.py: the paper's worked example, semantics, and vectorised == reference."""
+"""models/states/ (machine, reference, timeline): the worked example, semantics, and vectorised == reference."""
 
 from __future__ import annotations
 
@@ -9,19 +9,9 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from nodewatch.models.states.machine import (
-    NS_PER_S,
-    Event,
-    Events,
-    Layers,
-    Source,
-    State,
-    derive_states,
-    derive_states_reference,
-    loss_table,
-    losses_active_at,
-    to_grid,
-)
+from nodewatch.models.states.machine import derive_states, loss_table, losses_active_at
+from nodewatch.models.states.reference import derive_states_reference
+from nodewatch.models.states.timeline import NS_PER_S, Event, Events, Layers, Source, State, to_grid
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from nodewatch.models.states.machine import State, to_grid
+from nodewatch.models.states.timeline import State, to_grid
 from nodewatch.schemas.states import STATE_CODES
 
 SIM = dict(

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 from states_helpers import jobs_table, resv_table, syslog_table
 
-from nodewatch.models.states.machine import State
+from nodewatch.models.states.timeline import State
 from nodewatch.tasks.states.build import build_states
 from nodewatch.tasks.states.classify import classify_syslog, parse_systemd_duration, reservation_state
 from nodewatch.tasks.states.common import StatesError
