@@ -1,4 +1,5 @@
-"""GX on distinct values (tasks/core/validate.py) gives every row the outcome of GX on the full rows."""
+"""GX on distinct values (tasks/core/distinct.py, used by tasks/core/validate.py) gives every row the outcome of GX
+on the full rows."""
 
 from __future__ import annotations
 
