@@ -3,7 +3,8 @@
 Every module in this package that defines ``register(app: typer.Typer) -> None`` is discovered
 and registered, so a new command group is one new module, e.g. ``flows/cli/cubes.py``.
 Errors meant for users are raised as :class:`UserError` (or one of the other exceptions :func:`main`
-catches: input, unsafe-name, missing-file and settings errors) and printed as one line without a traceback.
+catches: input, unsafe-name, missing-file, settings, busy-lock and unreadable-manifest
+errors) and printed as one line without a traceback.
 """
 
 from __future__ import annotations
@@ -88,11 +89,13 @@ _discover()
 def main() -> None:
     """Console-script entry point: run the app, turning user errors into one-line messages."""
     from nodewatch.schemas.names import UnsafeNameError
+    from nodewatch.tasks.core.locks import LockBusyError
+    from nodewatch.tasks.core.runs import ManifestError
     from nodewatch.tasks.core.settings import SettingsError
     from nodewatch.tasks.ingest.inputs import InputError
 
     try:
         app()
-    except (UserError, InputError, UnsafeNameError, FileNotFoundError, SettingsError) as e:
+    except (UserError, InputError, UnsafeNameError, FileNotFoundError, SettingsError, LockBusyError, ManifestError) as e:
         err_console.print(f"[red]error:[/red] {e}", highlight=False)
         sys.exit(2)

@@ -7,9 +7,10 @@ in blocks of :data:`ALLOC_DAYS` days. Writing a day inside the allocated range o
 chunks (time chunk = 1 day), never metadata, so any number of processes can write different days at
 the same time. Only *axis changes* (creating the cube, growing the time axis to a later day, appending
 new nodes or metrics) rewrite metadata; they run under an exclusive lock file
-(``cubes/.<kind>.zarr.lock``, created with ``O_EXCL``), re-read the current shape inside the lock and
-only ever grow an axis, so two extenders cannot shrink each other's work. Zarr's ``resize`` only
-rewrites ``zarr.json``; chunks outside the old shape appear with the fill value until written.
+(``cubes/.<kind>.zarr.lock``, :mod:`nodewatch.tasks.core.locks`: the owner is recorded, a dead owner's
+lock is taken over), re-read the current shape inside the lock and only ever grow an axis, so two
+extenders cannot shrink each other's work. Zarr's ``resize`` only rewrites ``zarr.json``; chunks outside
+the old shape appear with the fill value until written.
 We do not use xarray's ``append_dim`` (open bugs pydata/xarray #11101, #10766).
 
 Node / metric axes
@@ -25,11 +26,9 @@ earlier ``epoch`` (``nodewatch cubes build --epoch``) instead.
 from __future__ import annotations
 
 import json
-import os
-import time
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
@@ -48,12 +47,12 @@ from nodewatch.schemas.cubes import (
     string_encoding,
     time_encoding,
 )
+from nodewatch.tasks.core.locks import store_lock
 from nodewatch.tasks.core.store import Store
 from nodewatch.tasks.cubes.layout import Region, check_aligned
 
 ALLOC_DAYS = 32
 """The time axis grows in blocks of this many days (fewer metadata rewrites)."""
-LOCK_TIMEOUT_S = 300.0
 _CONSOLIDATED_MSG = "Consolidated metadata is currently not part in the Zarr format 3 specification"
 
 
@@ -97,34 +96,16 @@ class Geometry:
 
 
 # ----------------------------------------------------------------------------- lock
-@contextmanager
-def axis_lock(store: Store, spec: CubeSpec, timeout_s: float = LOCK_TIMEOUT_S) -> Iterator[None]:
-    """Exclusive lock for metadata changes of a cube (local filesystems; see module doc)."""
-    proto = store.fs.protocol if isinstance(store.fs.protocol, str) else store.fs.protocol[0]
-    path = store.path("cubes", f".{spec.key}.lock")
-    if proto not in ("file", "local"):
-        # object stores have no atomic create-if-absent here: axis changes must be serialised by the
-        # caller (the nightly flow runs them before fanning out); day writes need no lock.
-        yield
-        return
-    store.fs.makedirs(path.rpartition("/")[0], exist_ok=True)
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            break
-        except FileExistsError:
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"lock {path} held for more than {timeout_s:.0f} s; if no cube build is running, delete it"
-                ) from None
-            time.sleep(0.05)
-    try:
-        os.write(fd, f"{os.getpid()} {datetime.now().isoformat()}\n".encode())
-        os.close(fd)
-        yield
-    finally:
-        os.unlink(path)
+def axis_lock(store: Store, spec: CubeSpec, timeout_s: float | None = None) -> AbstractContextManager[None]:
+    """Exclusive lock ``cubes/.<kind>.zarr.lock`` for metadata changes of a cube (local filesystems).
+
+    :func:`nodewatch.tasks.core.locks.store_lock`: the lock records its owner; a lock left by a killed
+    build is taken over at once, waiting on a live one ends in a one-line
+    :class:`~nodewatch.tasks.core.locks.LockBusyError` after ``timeout_s`` (setting ``lock_timeout_s``).
+    Object stores have no atomic create-if-absent here: axis changes must be serialised by the caller
+    (the nightly flow runs them before fanning out); day writes need no lock.
+    """
+    return store_lock(store, "cubes", f".{spec.key}.lock", name=f"cube {spec.key}", timeout_s=timeout_s)
 
 
 # ----------------------------------------------------------------------------- geometry
