@@ -52,7 +52,8 @@ class RunManifest(BaseModel):
 
     run_id: str
     flow: str
-    status: Literal["running", "completed", "failed", "partial"] = "running"
+    status: Literal["running", "completed", "failed", "partial", "abandoned"] = "running"
+    """``abandoned``: the run's process died while ``running`` (set by a later run, or shown by readers)."""
     parameters: dict[str, Any] = Field(default_factory=dict)
     code_version: str = ""
     started: datetime = Field(default_factory=lambda: datetime.now(UTC))
@@ -63,6 +64,8 @@ class RunManifest(BaseModel):
     timings: dict[str, float] = Field(default_factory=dict)
     errors: list[str] = Field(default_factory=list)
     notes: dict[str, Any] = Field(default_factory=dict)
+    owner: dict[str, Any] | None = None
+    """The process running it: host, pid, start_ticks/boot_id (process start), started (see tasks/core/owner.py)."""
 
     def add_counts(self, table: str, counts: RowCounts) -> None:
         """Accumulate row counts for ``table``."""

@@ -16,9 +16,12 @@ def list_runs(
     flow: Annotated[str | None, typer.Option(help="Only runs of this flow.")] = None,
     last: Annotated[int, typer.Option(help="Show the last N runs.")] = 20,
 ) -> None:
-    """List runs, newest last, with status and row counts."""
-    from nodewatch.flows.cli import console, get_store
-    from nodewatch.tasks.core.runs import load_manifest
+    """List runs, newest first, with status and row counts (``abandoned``: its process is gone).
+
+    Unreadable manifests are skipped, each named in one line on stderr.
+    """
+    from nodewatch.flows.cli import console, err_console, get_store
+    from nodewatch.tasks.core.runs import ManifestError, effective_status, load_manifest
 
     store = get_store()
     t = Table(title=f"runs in {store.url}")
@@ -27,12 +30,17 @@ def list_runs(
     ids = store.list_runs()
     shown = 0
     for rid in ids[::-1]:
-        m = load_manifest(store, rid)
+        try:
+            m = load_manifest(store, rid)
+        except (ManifestError, FileNotFoundError) as e:
+            err_console.print(f"skipped {e}" if isinstance(e, ManifestError) else f"skipped runs/{rid}.json: gone",
+                              highlight=False, markup=False, soft_wrap=True)
+            continue
         if flow and m.flow != flow:
             continue
         c = {k: sum(getattr(v, k) for v in m.counts.values()) for k in ("rows_in", "staged", "quarantined", "duplicates")}
         secs = (m.finished - m.started).total_seconds() if m.finished else float("nan")
-        t.add_row(rid, m.flow, m.status, *(f"{c[k]:,}" for k in c), f"{secs:.1f}")
+        t.add_row(rid, m.flow, effective_status(m), *(f"{c[k]:,}" for k in c), f"{secs:.1f}")
         shown += 1
         if shown >= last:
             break
@@ -46,7 +54,7 @@ def show_run(
 ) -> None:
     """Show one run manifest: parameters, inputs, counts per table, outputs, timings, errors."""
     from nodewatch.flows.cli import UserError, console, get_store
-    from nodewatch.tasks.core.runs import load_manifest
+    from nodewatch.tasks.core.runs import ManifestError, effective_status, load_manifest, run_owner
 
     store = get_store()
     ids = store.list_runs()
@@ -56,11 +64,21 @@ def show_run(
         run_id = ids[-1]
     if run_id not in ids:
         raise UserError(f"no run {run_id!r} in {store.url} (see `nodewatch runs list`)")
-    m = load_manifest(store, run_id)
+    try:
+        m = load_manifest(store, run_id)
+    except ManifestError as e:
+        raise UserError(str(e)) from None
+    status = m.status = effective_status(m)  # type: ignore[assignment]  # a dead "running" run shows "abandoned"
     if as_json:
         console.print_json(json.dumps(m.model_dump(mode="json")))
         return
-    console.print(f"[bold]{m.run_id}[/bold]  flow={m.flow}  status={m.status}  code={m.code_version}")
+    console.print(f"[bold]{m.run_id}[/bold]  flow={m.flow}  status={status}  code={m.code_version}")
+    owner = run_owner(m)
+    if status == "abandoned":
+        console.print(f"abandoned: the run's process ({owner.describe() if owner else 'unknown'}) is gone; it was killed "
+                      "or crashed before it finished, its outputs may be incomplete", highlight=False)
+    elif status == "running" and owner is not None:
+        console.print(f"running in {owner.describe()}", highlight=False)
     console.print(f"parameters: {json.dumps(m.parameters, default=str)}")
     t = Table(title="row counts")
     for col in ("table", "rows in", "staged", "quarantined", "duplicates", "balanced"):

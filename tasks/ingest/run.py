@@ -6,10 +6,12 @@ import functools
 from datetime import datetime
 
 from nodewatch.schemas.names import check_node_name
+from nodewatch.tasks.core.owner import mark_owner
 from nodewatch.tasks.core.runs import RunRecorder
 from nodewatch.tasks.core.store import Store
 from nodewatch.tasks.ingest.base import SourceSpec
-from nodewatch.tasks.ingest.pipeline import Ingestor, known_nodes_and_aliases
+from nodewatch.tasks.ingest.ingestor import Ingestor
+from nodewatch.tasks.ingest.pipeline import known_nodes_and_aliases
 from nodewatch.tasks.ingest.registry import sources
 
 
@@ -60,7 +62,7 @@ def new_ingestor(
     known, aliases = known_nodes_and_aliases(store) if (check_known_nodes and source != "topology") else (None, {})
     if known is not None and service_hosts:
         known = known | {check_node_name(h) for h in service_hosts}
-    return Ingestor(
+    ing = Ingestor(
         store,
         spec,
         recorder,
@@ -71,3 +73,14 @@ def new_ingestor(
         future_tolerance_s=future_tolerance_s,
         row_transform=transform,
     )
+    _mark_spool(ing)
+    return ing
+
+
+def _mark_spool(ing: Ingestor) -> None:
+    """Record this process as the owner of the ingestor's spool directory (``/tmp/nodewatch-ingest-*``),
+    so that the next run removes it if this process is killed (:func:`nodewatch.tasks.core.owner.clean_dead_tempdirs`)."""
+    tmp = getattr(ing, "_tmp", None)
+    name = getattr(tmp, "name", None)
+    if isinstance(name, str):
+        mark_owner(name)
