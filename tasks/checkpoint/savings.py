@@ -121,7 +121,7 @@ def read_trace(path: Path) -> pd.DataFrame:
 
     from nodewatch.tasks.ingest.base import ParseContext
     from nodewatch.tasks.ingest.inputs import open_binary
-    from nodewatch.tasks.ingest.pipeline import detect_format
+    from nodewatch.tasks.ingest.landing import detect_format
     from nodewatch.tasks.ingest.registry import sources
 
     spec = sources().get("jobs")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from nodewatch.tasks.ingest.base import SourceSpec
 
-_INFRA = {"base", "registry", "pipeline", "inputs", "run"}
+_INFRA = {"base", "registry", "pipeline", "ingestor", "landing", "validation", "spool", "dedupe", "staging", "inputs", "run"}
 _ERRORS: dict[str, str] = {}
 
 

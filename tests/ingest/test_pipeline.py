@@ -167,7 +167,7 @@ def test_data_docs_written(store, tmp_path):
 
 
 def test_list_column_check_flags_hostile_and_unknown_names():
-    from nodewatch.tasks.ingest.pipeline import _list_check
+    from nodewatch.tasks.ingest.validation import _list_check
 
     batch = pa.table({"node_list": pa.array([["cn1", "cn2"], ["cn1", "../x"], None, ["cn9"], []], pa.list_(pa.string()))})
     (label_re, bad_re), (label_known, unknown) = _list_check("node_list", {"cn1", "cn2"})(batch)

@@ -1,4 +1,4 @@
-"""Staging (tasks/ingest/pipeline.py): sort + dedupe + conflicts, in memory and spilled per bucket."""
+"""Staging (tasks/ingest/spool.py, dedupe.py, staging.py): sort + dedupe + conflicts, in memory and spilled per bucket."""
 
 from __future__ import annotations
 
@@ -9,8 +9,14 @@ import pyarrow as pa
 import pytest
 
 from nodewatch.tasks.core.runs import RunRecorder
-from nodewatch.tasks.ingest import pipeline as P
+from nodewatch.tasks.ingest import spool
+from nodewatch.tasks.ingest.dedupe import _lsd_order
+from nodewatch.tasks.ingest.ingestor import Ingestor
+from nodewatch.tasks.ingest.pipeline import ingest_files
 from nodewatch.tasks.ingest.registry import sources
+from nodewatch.tasks.ingest.spool import ORDER, _buckets
+from nodewatch.tasks.ingest.staging import _take_columns
+from nodewatch.tasks.ingest.validation import _DICT
 
 
 def _lines(seed: int, n: int) -> list[tuple[int, str, int, str, int, str]]:
@@ -59,7 +65,7 @@ def _reference(files_rows, staged_before=()):
 
 def _ingest(store, paths, run):
     rec = RunRecorder(store, run, {})
-    res = P.ingest_files(store, sources()["syslog"], paths, rec, data_docs=False)
+    res = ingest_files(store, sources()["syslog"], paths, rec, data_docs=False)
     rec.finish()
     return res
 
@@ -80,11 +86,11 @@ def _keys(t):
     return [((n, ts, a, p, m), (f, s)) for ts, n, a, p, m, f, s in zip(iso, *cols, strict=True)]
 
 
-@pytest.mark.parametrize("spool_bytes", [P.SPOOL_BYTES, 3000])
+@pytest.mark.parametrize("spool_bytes", [spool.SPOOL_BYTES, 3000])
 def test_staging_matches_reference_dedupe_in_memory_and_spilled(tmp_path, monkeypatch, spool_bytes):
     from nodewatch.tasks.core.store import Store
 
-    monkeypatch.setattr(P, "SPOOL_BYTES", spool_bytes)  # 3000: spilled to disk, staged one bucket at a time
+    monkeypatch.setattr(spool, "SPOOL_BYTES", spool_bytes)  # 3000: spilled to disk, staged one bucket at a time
     rows_a, rows_b = _lines(1, 400), _lines(2, 300)
     rows_b += random.Random(3).sample(rows_a, 60)  # the second file repeats some lines of the first
     a, b = _write(tmp_path / "a.log", rows_a), _write(tmp_path / "b.log", rows_b)
@@ -102,7 +108,7 @@ def test_staging_matches_reference_dedupe_in_memory_and_spilled(tmp_path, monkey
     key_cols = [(k, "ascending") for k in ("node", "time", "app", "pid", "message")]
     for p in res.staged_files:
         t = store.read_parquet(p.split(store.root + "/", 1)[1])
-        b_ = P._buckets(t.column("node"), t.num_rows)
+        b_ = _buckets(t.column("node"), t.num_rows)
         t2 = t.append_column("b", pa.array(b_)).sort_by([("b", "ascending"), *key_cols]).drop_columns(["b"])
         assert t.equals(t2)
     # a second run: c.log overlaps what is staged (duplicates) and disagrees on some lines (conflicts)
@@ -127,8 +133,8 @@ def test_spilled_and_in_memory_staging_write_identical_files(tmp_path, monkeypat
     rows_a, rows_b = _lines(11, 500), _lines(12, 500)
     a, b = _write(tmp_path / "a.log", rows_a), _write(tmp_path / "b.log", rows_b)
     out = {}
-    for spool_bytes in (P.SPOOL_BYTES, 4000):
-        monkeypatch.setattr(P, "SPOOL_BYTES", spool_bytes)
+    for spool_bytes in (spool.SPOOL_BYTES, 4000):
+        monkeypatch.setattr(spool, "SPOOL_BYTES", spool_bytes)
         store = Store(str(tmp_path / f"s{spool_bytes}"))
         res = _ingest(store, [a, b], "run")
         out[spool_bytes] = (_staged(store, res).drop_columns([]), _quarantined(store, res), res.counts)
@@ -158,16 +164,16 @@ def test_lsd_order_is_arrows_stable_sort(seed):
         (["node", "time", "metric", "message"], ["message"]),
         (["flag", "small", "node", "message"], ["message"]),
     ):
-        got = P._lsd_order(cols, sort_cols, exact, n)
+        got = _lsd_order(cols, sort_cols, exact, n)
         want = pc.sort_indices(
             pa.table({c: cols[c] for c in sort_cols}), sort_keys=[(c, "ascending", "at_end") for c in sort_cols]
         )
         assert got is not None and got.tolist() == want.to_numpy().tolist(), sort_cols
-    assert P._lsd_order(cols, ["message", "node"], ["message"], n) is None  # no integer prefix
+    assert _lsd_order(cols, ["message", "node"], ["message"], n) is None  # no integer prefix
     wide = {"pid": pa.array(rng.integers(0, 10**9, n), mask=rng.random(n) < 0.1), **cols}
-    assert P._lsd_order(wide, ["pid"], [], n) is None  # far from sorted: left to Arrow
+    assert _lsd_order(wide, ["pid"], [], n) is None  # far from sorted: left to Arrow
     for sort_cols in (["node", "pid", "message"], ["node", "time", "pid", "metric"], ["time", "pid"]):
-        got = P._lsd_order(wide, sort_cols, ["message"] if "message" in sort_cols else [], n)
+        got = _lsd_order(wide, sort_cols, ["message"] if "message" in sort_cols else [], n)
         want = pc.sort_indices(
             pa.table({c: wide[c] for c in sort_cols}), sort_keys=[(c, "ascending", "at_end") for c in sort_cols]
         )
@@ -184,9 +190,9 @@ def test_staged_file_reads_back_as_the_staged_schema_with_plain_strings(tmp_path
     store = Store(str(tmp_path / "store"))
     f = _write(tmp_path / "a.log", _lines(3, 400))
     spec = sources()["syslog"]
-    res = P.ingest_files(store, spec, [f], RunRecorder(store, "t", {}), data_docs=False)
+    res = ingest_files(store, spec, [f], RunRecorder(store, "t", {}), data_docs=False)
     assert res.staged_files
-    ing = P.Ingestor(store, spec, RunRecorder(store, "t2", {}))
+    ing = Ingestor(store, spec, RunRecorder(store, "t2", {}))
     for path in res.staged_files:
         t = pq.read_table(path)
         assert t.schema.equals(ing.staged_schema, check_metadata=True)
@@ -199,16 +205,16 @@ def test_take_columns_slices_consecutive_rows_and_keeps_dictionaries():
         {
             "node": pa.array(["b", "a", "b", "c"]).dictionary_encode(),
             "value": pa.array([1.0, 2.0, 3.0, 4.0]),
-            P.ORDER: pa.array([0, 0, 1, 1], pa.int32()),
+            ORDER: pa.array([0, 0, 1, 1], pa.int32()),
         }
     )
     schema = pa.schema([("node", pa.string()), ("value", pa.float64()), ("source_sha256", pa.string())])
     shas = pa.array(["s0", "s1"])
     for rows in ([1, 2], [3, 0, 2], [0, 1, 2, 3], [2]):
-        plain = P._take_columns(t, np.array(rows), shas, schema)
+        plain = _take_columns(t, np.array(rows), shas, schema)
         assert plain.schema == schema
-        enc = P._take_columns(t, np.array(rows), shas, schema, dictionaries=True)
-        assert enc.column("node").type == P._DICT and enc.column("source_sha256").type == P._DICT
+        enc = _take_columns(t, np.array(rows), shas, schema, dictionaries=True)
+        assert enc.column("node").type == _DICT and enc.column("source_sha256").type == _DICT
         assert enc.cast(schema).equals(plain)
         assert plain.column("node").to_pylist() == [["b", "a", "b", "c"][i] for i in rows]
         assert plain.column("source_sha256").to_pylist() == [["s0", "s0", "s1", "s1"][i] for i in rows]
