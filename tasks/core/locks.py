@@ -293,15 +293,21 @@ class FileLock:
 
 
 def lock_defaults() -> tuple[float, float]:
-    """(timeout_s, lease_s) from the settings (``lock_timeout_s``, ``lock_lease_s``), else the defaults."""
+    """(timeout_s, lease_s): settings ``lock_timeout_s`` / ``lock_lease_s`` when the settings define them,
+    else env ``NODEWATCH_LOCK_TIMEOUT_S`` / ``NODEWATCH_LOCK_LEASE_S``, else the defaults."""
+    vals = []
+    for key, default in (("lock_timeout_s", DEFAULT_TIMEOUT_S), ("lock_lease_s", DEFAULT_LEASE_S)):
+        try:
+            vals.append(float(os.environ.get(f"NODEWATCH_{key.upper()}", default)))
+        except ValueError:
+            vals.append(default)
     try:
         from nodewatch.tasks.core.settings import load_settings
 
         s = load_settings()
-        return (float(getattr(s, "lock_timeout_s", DEFAULT_TIMEOUT_S)),
-                float(getattr(s, "lock_lease_s", DEFAULT_LEASE_S)))
+        return float(getattr(s, "lock_timeout_s", vals[0])), float(getattr(s, "lock_lease_s", vals[1]))
     except Exception:  # noqa: BLE001 - a broken config file is reported by the command itself
-        return DEFAULT_TIMEOUT_S, DEFAULT_LEASE_S
+        return vals[0], vals[1]
 
 
 @contextlib.contextmanager
