@@ -17,8 +17,8 @@ from nodewatch.flows.prefect_env import artifact_key
 from nodewatch.tasks.core.runs import RunRecorder
 from nodewatch.tasks.core.settings import load_settings
 from nodewatch.tasks.core.store import Store
-from nodewatch.tasks.ingest.inputs import expand_paths
-from nodewatch.tasks.ingest.pipeline import Ingestor
+from nodewatch.tasks.ingest.discovery import discover_inputs
+from nodewatch.tasks.ingest.ingestor import Ingestor
 from nodewatch.tasks.ingest.run import identity_columns, new_ingestor
 
 
@@ -76,21 +76,31 @@ def run_source(
     data_docs: bool = True,
     flow_name: str = "ingest",
     hash_users: bool | None = None,
+    follow_symlinks: bool | None = None,
 ) -> dict:
     """Body shared by the ingest flows: returns the run manifest as a dict.
+
+    ``follow_symlinks`` (``None``: the setting) takes symlinks that resolve to regular files under the
+    given paths; by default every link, special file and file under /proc, /sys, /dev is refused
+    (:mod:`nodewatch.tasks.ingest.discovery`). Refused entries of directories and globs are listed in the
+    manifest's ``notes.refused_inputs``.
 
     ``hash_users`` (``None``: the setting): replace the source's identity columns (jobs: user, group,
     cancelled_by) by keyed hashes with the settings' ``hash_salt`` (env/TOML only, never a parameter);
     the manifest parameters record ``hash_users`` for such sources, never the salt.
     """
-    settings = load_settings(store=store, hash_users=hash_users)
+    overrides = {k: v for k, v in (("hash_users", hash_users), ("follow_symlinks", follow_symlinks)) if v is not None}
+    settings = load_settings(store=store, **overrides)
     st = Store(settings.store)
-    files = expand_paths(paths)
+    found = discover_inputs(paths, follow_symlinks=settings.follow_symlinks)
+    files = found.files
     params = {"source": source, "paths": paths, "format": fmt, "start": start, "end": end, "tz": tz}
     hashing = bool(identity_columns(source)) and settings.hash_users
     if identity_columns(source):
         params["hash_users"] = settings.hash_users
     rec = RunRecorder(st, flow_name, params)
+    if found.refused:
+        rec.manifest.notes["refused_inputs"] = [{"path": r.path, "reason": r.reason} for r in found.refused]
     rec.write()
     try:
         ing = new_ingestor(
@@ -128,9 +138,10 @@ def ingest(
     store: str | None = None,
     tz: str = "UTC",
     data_docs: bool = True,
+    follow_symlinks: bool | None = None,
 ) -> dict:
     """Ingest files of one source (jobs, telemetry, syslog, alerts, tickets, topology, failures, …)."""
-    return run_source(source, paths, fmt, start, end, store, tz, data_docs, flow_name="ingest")
+    return run_source(source, paths, fmt, start, end, store, tz, data_docs, flow_name="ingest", follow_symlinks=follow_symlinks)
 
 
 @flow(name="ingest_jobs", log_prints=True)
@@ -143,13 +154,15 @@ def ingest_jobs(
     start: datetime | None = None,
     end: datetime | None = None,
     hash_users: bool | None = None,
+    follow_symlinks: bool | None = None,
 ) -> dict:
     """Ingest Slurm sacct dumps and SWF traces into the staged ``jobs`` table.
 
     ``hash_users`` (default: settings ``hash_users``) replaces user, group and cancelled_by by keyed
     hashes; the key is the settings' ``hash_salt`` (``NODEWATCH_HASH_SALT`` or the TOML file).
     """
-    return run_source("jobs", paths, fmt, start, end, store, tz, data_docs, flow_name="ingest_jobs", hash_users=hash_users)
+    return run_source("jobs", paths, fmt, start, end, store, tz, data_docs, flow_name="ingest_jobs", hash_users=hash_users,
+                      follow_symlinks=follow_symlinks)
 
 
 INGEST_ORDER = ("topology", "reservations", "jobs", "telemetry", "syslog", "alerts", "tickets", "failures")

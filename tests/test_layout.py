@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -235,8 +236,14 @@ def test_installed_package_has_no_top_level_flows_tasks_models_schemas(tmp_path:
 
 def test_built_wheel_holds_only_the_nodewatch_namespace(tmp_path: Path) -> None:
     """The wheel maps flows/, tasks/, schemas/, models/ under nodewatch/ and ships every sub-package."""
+    src = tmp_path / "src"  # build from a copy: an in-tree build would leave build/ and *.egg-info behind
+    src.mkdir()
+    for name in ("setup.py", "pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, src / name)
+    for root in ROOTS:
+        shutil.copytree(REPO / root, src / root, ignore=shutil.ignore_patterns("__pycache__"))
     out = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(src)],
         capture_output=True, text=True, timeout=600, env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
     )
     if out.returncode != 0 and "No module named" in out.stderr and "wheel" in out.stderr:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from nodewatch.tasks.core.store import Store
 
 console = Console()
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)  # a one-line error stays one line at any width
 
 app = typer.Typer(
     name="nodewatch",

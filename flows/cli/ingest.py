@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 if TYPE_CHECKING:
@@ -59,6 +60,12 @@ def print_summary(manifest: dict) -> None:
     console.print(t)
     for e in manifest["errors"]:
         console.print(f"[red]•[/red] {e}", highlight=False)
+    refused = manifest.get("notes", {}).get("refused_inputs", [])
+    for r in refused[:10]:
+        console.print(f"[yellow]refused input[/yellow] {escape(repr(r['path']))}: {escape(r['reason'])}", highlight=False)
+    if len(refused) > 10:
+        more = len(refused) - 10
+        console.print(f"[yellow]… and {more} more refused inputs[/yellow] (nodewatch runs show {manifest['run_id']})")
     for k, v in manifest["outputs"].items():
         if k.startswith("data_docs_"):
             console.print(f"GX Data Docs: {v}")
@@ -73,12 +80,19 @@ def _make_command(source: str, help_text: str, formats: list[str]) -> Callable[.
         end: Annotated[datetime | None, typer.Option(help="Ingest window end (UTC, exclusive).")] = None,
         tz: Annotated[str, typer.Option(help="Time zone of inputs whose timestamps carry none.")] = "UTC",
         data_docs: Annotated[bool, typer.Option("--data-docs/--no-data-docs", help="Write GX Data Docs.")] = True,
+        follow_symlinks: Annotated[
+            bool,
+            typer.Option("--follow-symlinks", help="Take symlinks that resolve to regular files under the given paths "
+                         "(default: refuse every link; setting follow_symlinks)."),
+        ] = False,
     ) -> None:
         from nodewatch.flows.cli import settings
         from nodewatch.flows.ingest import ingest
 
         s = settings()
-        _run(source, lambda: ingest(source, list(paths), fmt, _utc(start), _utc(end), s.store, tz, data_docs))
+        follow = True if follow_symlinks else None
+        _preflight(paths, follow_symlinks or s.follow_symlinks)
+        _run(source, lambda: ingest(source, list(paths), fmt, _utc(start), _utc(end), s.store, tz, data_docs, follow))
 
     command.__doc__ = help_text
     return command
@@ -103,15 +117,22 @@ def _make_jobs_command(help_text: str, formats: list[str]) -> Callable[..., None
                 show_default=False,
             ),
         ] = None,
+        follow_symlinks: Annotated[
+            bool,
+            typer.Option("--follow-symlinks", help="Take symlinks that resolve to regular files under the given paths "
+                         "(default: refuse every link; setting follow_symlinks)."),
+        ] = False,
     ) -> None:
         from nodewatch.flows.cli import settings
         from nodewatch.flows.ingest import ingest_jobs
 
         s = settings() if hash_users is None else _settings_with(hash_users=hash_users)
+        _preflight(paths, follow_symlinks or s.follow_symlinks)
         _run(
             "jobs",
             lambda: ingest_jobs(
-                list(paths), fmt, s.store, tz, data_docs, start=_utc(start), end=_utc(end), hash_users=s.hash_users
+                list(paths), fmt, s.store, tz, data_docs, start=_utc(start), end=_utc(end), hash_users=s.hash_users,
+                follow_symlinks=True if follow_symlinks else None,
             ),
         )
 
@@ -125,6 +146,13 @@ def _settings_with(**overrides: object) -> "Settings":
     from nodewatch.tasks.core.settings import load_settings
 
     return load_settings(_STATE.get("config"), store=_STATE.get("store"), **overrides)  # type: ignore[arg-type]
+
+
+def _preflight(paths: list[str], follow_symlinks: bool) -> None:
+    """Refuse a missing or unsafe input argument before any flow starts (one-line error, exit 2)."""
+    from nodewatch.tasks.ingest.discovery import discover_inputs
+
+    discover_inputs(paths, follow_symlinks=follow_symlinks)
 
 
 def _run(source: str, run: Callable[[], dict]) -> None:

@@ -58,6 +58,10 @@ class Settings(BaseSettings):
     node_batch: int = Field(50, description="nodes per batch for aggregation, training and scoring")
     future_tolerance_s: int = Field(300, description="rows more than this many seconds in the future are rejected")
     data_docs: bool = Field(True, description="write a Great Expectations Data Docs site per run")
+    follow_symlinks: bool = Field(
+        False,
+        description="take input symlinks that resolve to regular files under the given paths (default: refuse every link)",
+    )
     service_hosts: list[str] = Field(
         default_factory=list,
         description="non-compute hosts whose rows are accepted (e.g. the Slurm controller); env: JSON list",

@@ -29,8 +29,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from nodewatch.schemas.names import check_path_token
+from nodewatch.tasks.core.files import open_regular
 
 _CHUNK = 1 << 20
+PRIVATE_AREAS = ("raw", "quarantine")
+"""Areas holding input bytes and rejected rows as received: owner-only (0700 dirs, 0600 files) on local disk."""
 
 
 def sha256_file(path: str | os.PathLike[str], fs: fsspec.AbstractFileSystem | None = None) -> tuple[str, int]:
@@ -103,14 +106,31 @@ class Store:
         d, _, name = final.rpartition("/")
         return f"{d}/.tmp-{uuid.uuid4().hex}-{name}"
 
+    def _makedirs_for(self, final: str) -> None:
+        """Create the parent directories of ``final``; owner-only in the private areas of a local store."""
+        parent = final.rpartition("/")[0]
+        self.fs.makedirs(parent, exist_ok=True)
+        if not self.is_local:
+            return
+        rel = parent[len(self.root):].lstrip("/").split("/")
+        if rel and rel[0] in PRIVATE_AREAS:
+            for i in range(1, len(rel) + 1):
+                os.chmod("/".join([self.root, *rel[:i]]), 0o700)
+
+    def _seal(self, final: str) -> None:
+        """Owner-only mode for a file in a private area of a local store."""
+        if self.is_local and final[len(self.root):].lstrip("/").split("/", 1)[0] in PRIVATE_AREAS:
+            os.chmod(final, 0o600)
+
     def write_bytes(self, data: bytes, *parts: str) -> str:
         """Write bytes atomically to a key; returns the path."""
         final = self.path(*parts)
-        self.fs.makedirs(final.rpartition("/")[0], exist_ok=True)
+        self._makedirs_for(final)
         tmp = self._tmp(final)
         with self.fs.open(tmp, "wb") as f:
             f.write(data)
         self.fs.mv(tmp, final)
+        self._seal(final)
         return final
 
     def write_json(self, obj: Any, *parts: str) -> str:
@@ -125,28 +145,45 @@ class Store:
     def write_parquet(self, table: pa.Table, *parts: str) -> str:
         """Write a parquet file atomically (zstd, deterministic settings)."""
         final = self.path(*parts)
-        self.fs.makedirs(final.rpartition("/")[0], exist_ok=True)
+        self._makedirs_for(final)
         tmp = self._tmp(final)
         with self.fs.open(tmp, "wb") as f:
             pq.write_table(table, f, compression="zstd", write_statistics=True)
         self.fs.mv(tmp, final)
+        self._seal(final)
         return final
 
     # ----------------------------------------------------------------- raw landing
     def land_raw(self, source: str, local_path: str | os.PathLike[str]) -> RawObject:
-        """Copy an input file into ``raw/<source>/<sha256><ext>``; same bytes twice is a no-op."""
+        """Copy an input file into ``raw/<source>/<sha256><ext>``; same bytes twice is a no-op.
+
+        The file is opened once with :func:`~nodewatch.tasks.core.files.open_regular` (no symlink is
+        followed, only a regular file is read) and hashed and copied from that one descriptor, so
+        what lands is exactly what was hashed. The copy is owner-only on a local store.
+        """
         check_path_token(source, "source")
-        sha, size = sha256_file(local_path)
-        ext = "".join(Path(local_path).suffixes[-2:])[:16]
-        ext = "".join(ch for ch in ext if ch.isalnum() or ch == ".")
-        key = f"raw/{source}/{sha}{ext}"
-        if self.fs.exists(self.path(key)):
-            return RawObject(sha, key, size, new=False)
-        final = self.path(key)
-        self.fs.makedirs(final.rpartition("/")[0], exist_ok=True)
-        tmp = self._tmp(final)
-        self.fs.put_file(str(local_path), tmp)
-        self.fs.mv(tmp, final)
+        fd = open_regular(local_path)
+        with os.fdopen(fd, "rb") as src:
+            h = hashlib.sha256()
+            size = 0
+            while chunk := src.read(_CHUNK):
+                h.update(chunk)
+                size += len(chunk)
+            sha = h.hexdigest()
+            ext = "".join(Path(local_path).suffixes[-2:])[:16]
+            ext = "".join(ch for ch in ext if ch.isalnum() or ch == ".")
+            key = f"raw/{source}/{sha}{ext}"
+            if self.fs.exists(self.path(key)):
+                return RawObject(sha, key, size, new=False)
+            final = self.path(key)
+            self._makedirs_for(final)
+            tmp = self._tmp(final)
+            src.seek(0)
+            with self.fs.open(tmp, "wb") as dst:
+                while chunk := src.read(_CHUNK):
+                    dst.write(chunk)
+            self.fs.mv(tmp, final)
+            self._seal(final)
         return RawObject(sha, key, size, new=True)
 
     def ingested_marker(self, source: str, sha: str) -> str:

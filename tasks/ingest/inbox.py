@@ -17,9 +17,14 @@ simulated into the inbox first and then ingested through the same parsers as rea
 from __future__ import annotations
 
 import glob
+import logging
 import os
 from datetime import date, timedelta
 from pathlib import Path
+
+from nodewatch.tasks.ingest.discovery import refusal
+
+log = logging.getLogger(__name__)
 
 SOURCE_GLOBS: dict[str, tuple[str, ...]] = {
     "topology": ("topology/*.csv",),
@@ -57,15 +62,25 @@ def inbox_dir(inbox: str | None) -> Path:
 
 
 def day_files(inbox: Path, day: date, sources: tuple[str, ...] | None = None) -> dict[str, list[str]]:
-    """Files of ``day`` per source (sources without a file are left out); hidden/temporary files skipped."""
+    """Files of ``day`` per source (sources without a file are left out); hidden/temporary files skipped.
+
+    Only regular files are taken: symbolic links, FIFOs, sockets and devices are refused with a
+    warning (:func:`nodewatch.tasks.ingest.discovery.refusal`), whatever their name.
+    """
     out: dict[str, list[str]] = {}
     for src, patterns in SOURCE_GLOBS.items():
         if sources is not None and src not in sources:
             continue
         files: list[str] = []
         for pat in patterns:
-            files += [p for p in glob.glob(str(inbox / pat.format(d=day.isoformat())))
-                      if Path(p).is_file() and not Path(p).name.startswith(".")]
+            for p in glob.glob(str(inbox / pat.format(d=day.isoformat()))):
+                if Path(p).name.startswith("."):
+                    continue
+                reason, _ = refusal(p)  # no link, FIFO, device or /proc file is ever an inbox input
+                if reason is None:
+                    files.append(p)
+                elif not Path(p).is_dir():
+                    log.warning("inbox: refused %r: %s", p, reason)
         if files:
             out[src] = sorted(files)
     return out

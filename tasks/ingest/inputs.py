@@ -7,15 +7,15 @@ bytes, not the file name. Everything streams: nothing reads a whole file into me
 from __future__ import annotations
 
 import bz2
-import glob
 import gzip
 import lzma
 import os
-from collections.abc import Iterable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import BinaryIO
 
 import pyarrow as pa
+
+from nodewatch.tasks.core.files import UnsafeInputError, fd_path, open_regular
 
 MAGIC = {
     b"\x1f\x8b": "gzip",
@@ -29,29 +29,45 @@ class InputError(ValueError):
     """A file (not a row) cannot be read; the message names the file and what to do."""
 
 
-def detect_compression(path: str | os.PathLike[str]) -> str | None:
-    """Compression of a file from its magic bytes (``None`` for plain files)."""
-    with open(path, "rb") as f:
-        head = f.read(6)
+def _open_input(path: str | os.PathLike[str]) -> BinaryIO:
+    """The file behind ``path`` opened read-only, never through a link nor a special file (:class:`InputError`)."""
+    try:
+        return os.fdopen(open_regular(path), "rb")
+    except UnsafeInputError as e:
+        raise InputError(str(e)) from None
+
+
+def _compression_of(head: bytes) -> str | None:
     for magic, name in MAGIC.items():
         if head.startswith(magic):
             return name
     return None
 
 
+def detect_compression(path: str | os.PathLike[str]) -> str | None:
+    """Compression of a file from its magic bytes (``None`` for plain files)."""
+    with _open_input(path) as f:
+        return _compression_of(f.read(6))
+
+
 def open_binary(path: str | os.PathLike[str]) -> BinaryIO:
-    """Open a possibly compressed file for streaming binary reads."""
-    comp = detect_compression(path)
-    if comp == "gzip":
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    if comp == "xz":
-        return lzma.open(path, "rb")  # type: ignore[return-value]
-    if comp == "bz2":
-        return bz2.open(path, "rb")  # type: ignore[return-value]
-    if comp == "zstd":
-        raw = pa.OSFile(str(path), "rb")
-        return pa.CompressedInputStream(raw, "zstd")  # type: ignore[return-value]
-    return open(path, "rb")
+    """Open a possibly compressed file for streaming binary reads (no link followed, regular files only)."""
+    f = _open_input(path)
+    comp = _compression_of(f.read(6))
+    f.seek(0)
+    if comp is None:
+        return f
+    same = fd_path(f.fileno(), path)  # reopens the file already opened, not whatever the path names now
+    try:
+        if comp == "gzip":
+            return gzip.open(same, "rb")  # type: ignore[return-value]
+        if comp == "xz":
+            return lzma.open(same, "rb")  # type: ignore[return-value]
+        if comp == "bz2":
+            return bz2.open(same, "rb")  # type: ignore[return-value]
+        return pa.CompressedInputStream(pa.OSFile(same, "rb"), "zstd")  # type: ignore[return-value]
+    finally:
+        f.close()
 
 
 def read_head(path: str | os.PathLike[str], n: int = 65536) -> bytes:
@@ -105,36 +121,3 @@ def iter_lines(stream: BinaryIO, max_line: int = 1 << 20, block: int = 1 << 16) 
             skipping = True
         elif skipping:
             buf = b""
-
-
-def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """Expand directories (recursively) and globs into a sorted, de-duplicated list of files.
-
-    Raises :class:`InputError` naming the first argument that matches nothing.
-    """
-    out: list[Path] = []
-    for p in paths:
-        s = str(p)
-        if any(ch in s for ch in "*?["):
-            matches = [Path(m) for m in glob.glob(s, recursive=True)]
-            files = [m for m in matches if m.is_file()]
-            if not files:
-                raise InputError(f"{s}: glob matches no file")
-            out.extend(files)
-        elif Path(s).is_dir():
-            files = [f for f in Path(s).rglob("*") if f.is_file() and not f.name.startswith(".")]
-            if not files:
-                raise InputError(f"{s}: directory holds no file")
-            out.extend(files)
-        elif Path(s).is_file():
-            out.append(Path(s))
-        else:
-            raise InputError(f"{s}: no such file")
-    seen: set[Path] = set()
-    uniq = []
-    for f in sorted(out):
-        r = f.resolve()
-        if r not in seen:
-            seen.add(r)
-            uniq.append(f)
-    return uniq

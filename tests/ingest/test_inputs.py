@@ -3,7 +3,8 @@ import lzma
 
 import pytest
 
-from nodewatch.tasks.ingest.inputs import InputError, detect_compression, expand_paths, iter_lines, open_binary
+from nodewatch.tasks.ingest.discovery import expand_paths
+from nodewatch.tasks.ingest.inputs import InputError, detect_compression, iter_lines, open_binary
 
 
 def _lines(data: bytes, **kw):

@@ -1,0 +1,214 @@
+"""Finding input files safely: arguments, directories and globs -> regular files only, no symlink escapes.
+
+An input directory or the nightly inbox may hold files that anyone with write access dropped there.
+Whatever they contain, discovery never lets the service read outside the given paths:
+
+* symbolic links are refused (reason recorded) unless ``follow_symlinks`` is set, and then only
+  links that resolve to a regular file under one of the given roots are taken (by their real path);
+* directories are walked without following directory links (a link loop cannot hang a walk), and
+  globs (``**`` included) are matched on the same walk, not by :func:`glob.glob`, which follows them;
+* only regular files are taken: FIFOs, sockets and devices are refused (a FIFO would block a
+  reader forever), and so is anything under ``/proc``, ``/sys`` or ``/dev``.
+
+A refused entry found inside a directory or glob is skipped and reported (:class:`Refused`); a
+refused *argument* (a path named explicitly) is an :class:`~nodewatch.tasks.ingest.inputs.InputError`.
+Readers then open files with :func:`nodewatch.tasks.core.files.open_regular` (``O_NOFOLLOW``, checked
+with ``fstat``), so a file swapped for a link after discovery is still refused.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nodewatch.tasks.core.files import FOLLOW_HINT, SPECIAL_ROOTS, kind_of, under
+from nodewatch.tasks.ingest.inputs import InputError
+
+_MAGIC = re.compile(r"[*?\[]")
+
+
+@dataclass(frozen=True)
+class Refused:
+    """An entry that was not taken as input, and why."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class Discovery:
+    """Result of :func:`discover_inputs`: the files to read (sorted, unique) and what was refused."""
+
+    files: list[Path] = field(default_factory=list)
+    refused: list[Refused] = field(default_factory=list)
+
+
+def refusal(path: str | os.PathLike[str], roots: Iterable[str] = (), follow_symlinks: bool = False) -> tuple[str | None, str]:
+    """``(reason, real_path)``: ``reason`` is ``None`` when ``path`` may be read as input.
+
+    ``roots`` are real (resolved) directory paths a followed link must stay under.
+    """
+    p = os.fspath(path)
+    try:
+        st = os.lstat(p)
+    except OSError as e:
+        return f"cannot stat: {e.strerror}", p
+    real = os.path.realpath(p)
+    link = stat.S_ISLNK(st.st_mode)
+    if link:
+        if not follow_symlinks:
+            return f"symbolic link ({FOLLOW_HINT})", p
+        if not any(under(real, r) for r in roots):
+            return f"symbolic link to {real}, outside the input paths", p
+        try:
+            st = os.stat(real)
+        except OSError as e:
+            return f"symbolic link to {real}: {e.strerror}", p
+    if any(under(real, s) for s in SPECIAL_ROOTS):
+        return f"on a special file system ({real})", p
+    if not stat.S_ISREG(st.st_mode):
+        return kind_of(st.st_mode), p
+    return None, real if link else p
+
+
+def _component_regex(comp: str) -> str:
+    """Regex of one glob path component (``*``/``?`` never cross ``/`` nor match a leading dot)."""
+    out = "" if comp.startswith(".") else r"(?!\.)"
+    i = 0
+    while i < len(comp):
+        c = comp[i]
+        if c == "*":
+            out += "[^/]*"
+        elif c == "?":
+            out += "[^/]"
+        elif c == "[":
+            j = comp.find("]", i + 2 if comp[i + 1:i + 2] in ("!", "]") else i + 1)
+            if j < 0:
+                out += re.escape(c)
+            else:
+                body = comp[i + 1:j]
+                body = "^" + body[1:] if body.startswith("!") else body
+                out += "[" + body.replace("\\", "\\\\") + "]"
+                i = j
+        else:
+            out += re.escape(c)
+        i += 1
+    return out
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """Compile a glob pattern (with ``**`` for any number of directories) to a full-path regex."""
+    parts = pattern.split("/")
+    out = ""
+    for i, comp in enumerate(parts):
+        last = i == len(parts) - 1
+        if comp == "**":
+            out += r"(?:(?!\.)[^/]+/)*" + (r"(?!\.)[^/]+" if last else "")
+        else:
+            out += _component_regex(comp) + ("" if last else "/")
+    return re.compile(out + r"\Z")
+
+
+def _walk(base: str, refused: list[Refused], max_depth: int | None = None) -> Iterator[str]:
+    """Every entry below ``base`` that is not a directory, without following directory links."""
+    base_depth = base.rstrip("/").count("/")
+
+    def onerror(e: OSError) -> None:
+        refused.append(Refused(str(e.filename), f"cannot list: {e.strerror}"))
+
+    for dirpath, dirnames, filenames in os.walk(base, onerror=onerror, followlinks=False):
+        keep = []
+        for d in sorted(dirnames):
+            full = os.path.join(dirpath, d)
+            if os.path.islink(full):
+                refused.append(Refused(full, "symbolic link to a directory (not walked)"))
+            else:
+                keep.append(d)
+        depth = dirpath.rstrip("/").count("/") - base_depth
+        dirnames[:] = [] if max_depth is not None and depth + 1 >= max_depth else keep
+        for f in sorted(filenames):
+            yield os.path.join(dirpath, f)
+
+
+def _glob(pattern: str, refused: list[Refused]) -> tuple[str, list[str]]:
+    """``(base directory, matching entries)`` of a glob pattern, found by a walk that follows no link."""
+    parts = pattern.split("/")
+    k = next(i for i, c in enumerate(parts) if _MAGIC.search(c))
+    base = "/".join(parts[:k]) or ("/" if pattern.startswith("/") else ".")
+    if not os.path.isdir(base):  # the argument's own prefix may be a link: the user named it
+        return base, []
+    rx = glob_regex(pattern)
+    rest = parts[k:]
+    depth = None if "**" in rest else len(rest)
+    strip = "./" if not parts[:k] else ""
+    matches = []
+    for entry in _walk(base, refused, depth):
+        name = entry[len(strip):] if strip and entry.startswith(strip) else entry
+        if rx.match(name):
+            matches.append(entry)
+    return os.path.realpath(base), matches
+
+
+def discover_inputs(paths: Iterable[str | os.PathLike[str]], follow_symlinks: bool = False) -> Discovery:
+    """Expand files, directories (recursively) and globs into regular files to read, refusing the rest.
+
+    Hidden files (``.name``) found in directories and globs are skipped. Raises :class:`InputError`
+    naming an argument that matches nothing, holds no readable file, or is itself refused.
+    """
+    args = [os.fspath(p) for p in paths]
+    roots = []
+    for a in args:
+        if _MAGIC.search(a):
+            parts = a.split("/")
+            k = next(i for i, c in enumerate(parts) if _MAGIC.search(c))
+            roots.append(os.path.realpath("/".join(parts[:k]) or "."))
+        elif os.path.isdir(a):
+            roots.append(os.path.realpath(a))
+        else:
+            roots.append(os.path.realpath(os.path.dirname(os.path.abspath(a))))
+    out = Discovery()
+    files: list[str] = []
+    for a in args:
+        if _MAGIC.search(a) or os.path.isdir(a):
+            found: list[Refused] = []
+            if _MAGIC.search(a):
+                _, entries = _glob(a, found)
+                what = "glob matches no file"
+            else:
+                entries = [e for e in _walk(a, found) if not os.path.basename(e).startswith(".")]
+                what = "directory holds no file"
+            taken = []
+            for e in entries:
+                reason, real = refusal(e, roots, follow_symlinks)
+                if reason is None:
+                    taken.append(real)
+                else:
+                    found.append(Refused(e, reason))
+            out.refused += found
+            if not taken:
+                extra = f" it can read ({len(found)} refused, e.g. {found[0].path}: {found[0].reason})" if found else ""
+                raise InputError(f"{a}: {what}{extra}")
+            files += taken
+        elif os.path.lexists(a):
+            reason, real = refusal(a, roots, follow_symlinks)
+            if reason is not None:
+                raise InputError(f"{a}: {reason}")
+            files.append(real)
+        else:
+            raise InputError(f"{a}: no such file")
+    seen: set[str] = set()
+    for f in sorted(files):
+        r = os.path.realpath(f)
+        if r not in seen:
+            seen.add(r)
+            out.files.append(Path(f))
+    return out
+
+
+def expand_paths(paths: Iterable[str | os.PathLike[str]], follow_symlinks: bool = False) -> list[Path]:
+    """The files of :func:`discover_inputs` (refused entries inside directories/globs are skipped)."""
+    return discover_inputs(paths, follow_symlinks).files
