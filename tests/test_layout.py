@@ -134,7 +134,7 @@ def test_import_directions() -> None:
                 continue
             if _part(target) not in ALLOWED[me]:
                 bad.append(f"{path.relative_to(REPO)}:{line}: {me} may not import {target}")
-    assert not bad, "\n".join(bad)
+    assert not bad, "\n".join(dict.fromkeys(bad))
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
