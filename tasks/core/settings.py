@@ -8,11 +8,15 @@ Precedence (highest first): explicit keyword arguments (CLI flags), environment 
 raises :class:`FileNotFoundError`, a file that is not valid TOML, names an unknown setting or holds
 an invalid value raises :class:`SettingsError` naming the file.
 
-User hashing (``hash_users``): the ``user``, ``group`` and ``cancelled_by`` columns of the staged
-``jobs`` table are replaced by a keyed hash of the value (see :func:`nodewatch.tasks.ingest.jobs.keyed_hash`).
-The key ``hash_salt`` is a secret: set it in the environment (``NODEWATCH_HASH_SALT``) or in a TOML
-file kept out of version control, never in code, on the command line or in a flow parameter. Hashing
-without a salt of at least :data:`MIN_SALT_CHARS` characters is refused.
+User hashing (``hash_users``, **on by default**): the ``user``, ``group`` and ``cancelled_by`` columns
+of the staged ``jobs`` table are replaced by a keyed hash of the value (see
+:func:`nodewatch.tasks.ingest.jobs.keyed_hash`). The key is the store's own key file
+``keys/user-hash.key`` (32 random bytes, mode 0600, created at first use by
+:func:`nodewatch.tasks.ingest.run.user_hash_key`), unless ``hash_salt`` is set: a configured salt
+wins. ``hash_salt`` is a secret: set it in the environment (``NODEWATCH_HASH_SALT``) or in a TOML
+file kept out of version control, never in code, on the command line or in a flow parameter; a salt
+shorter than :data:`MIN_SALT_CHARS` characters is refused. ``hash_users = false`` (CLI
+``--no-hash-users``) is the explicit opt-out that stages names in clear.
 """
 
 from __future__ import annotations
@@ -46,11 +50,14 @@ class Settings(BaseSettings):
 
     store: str = Field("./nodewatch-data", description="fsspec URL of the store root")
     hash_users: bool = Field(
-        False, description="replace user/group (and cancelled_by) of staged jobs by a keyed hash (HMAC-SHA256 with hash_salt)"
+        True,
+        description="replace user/group (and cancelled_by) of staged jobs by a keyed hash (HMAC-SHA256); "
+        "default on, false = explicit opt-out (names staged in clear)",
     )
     hash_salt: SecretStr = Field(
         SecretStr(""),
-        description=f"secret key of user hashing (>= {MIN_SALT_CHARS} chars): env NODEWATCH_HASH_SALT or TOML, never code",
+        description=f"secret key of user hashing (>= {MIN_SALT_CHARS} chars; empty = the store's key file "
+        "keys/user-hash.key, created at first use): env NODEWATCH_HASH_SALT or TOML, never code",
     )
     step: str = Field("15min", description="aggregation step of the telemetry cube")
     dask_address: str | None = Field(None, description="address of an existing Dask scheduler")
@@ -69,10 +76,11 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _salt_for_hashing(self) -> Self:
-        if self.hash_users and len(self.hash_salt.get_secret_value()) < MIN_SALT_CHARS:
+        salt = self.hash_salt.get_secret_value()
+        if salt and len(salt) < MIN_SALT_CHARS:
             raise ValueError(
-                f"hash_users is on but hash_salt is empty or shorter than {MIN_SALT_CHARS} characters: set "
-                "NODEWATCH_HASH_SALT in the environment or hash_salt in the TOML file (never in code)"
+                f"hash_salt is shorter than {MIN_SALT_CHARS} characters: set a longer NODEWATCH_HASH_SALT (or hash_salt "
+                "in the TOML file, never in code), or leave it empty to use the store's key file keys/user-hash.key"
             )
         return self
 

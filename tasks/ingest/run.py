@@ -2,17 +2,93 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import os
+import secrets
+import uuid
+from collections.abc import Iterator
 from datetime import datetime
+from typing import BinaryIO
+
+import pyarrow as pa
 
 from nodewatch.schemas.names import check_node_name
 from nodewatch.tasks.core.owner import mark_owner
 from nodewatch.tasks.core.runs import RunRecorder
 from nodewatch.tasks.core.store import Store
-from nodewatch.tasks.ingest.base import SourceSpec
+from nodewatch.tasks.ingest.base import Format, ParseContext, ParseResult, SourceSpec
 from nodewatch.tasks.ingest.ingestor import Ingestor
 from nodewatch.tasks.ingest.pipeline import known_nodes_and_aliases
 from nodewatch.tasks.ingest.registry import sources
+
+USER_HASH_KEY = ("keys", "user-hash.key")
+"""Store key of the per-store user-hashing key (32 random bytes as 64 hex digits, mode 0600)."""
+
+REDACTED_RAW = "[withheld: hash_users is on; the line is in raw/{source}/ at source_offset]"
+"""``raw`` text of a quarantined unparseable line of a source with identity columns when hashing is on."""
+
+
+def user_hash_key(store: Store) -> str:
+    """The store's user-hashing key, created at first use (``keys/user-hash.key``).
+
+    On a local store the key file is created with mode 0600 in a 0700 directory, atomically and
+    exclusively (written under a temporary name, then hard-linked into place: when two runs race, both
+    use the one that won); a file found with looser permissions is tightened to 0600. On a remote
+    store it is written once if absent (object stores have no modes: restrict the bucket). The key is
+    returned to the caller only: it is never written to a manifest, log, report or artifact.
+    """
+    path = store.path(*USER_HASH_KEY)
+    if store.is_local:
+        d = os.path.dirname(path)
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        os.chmod(d, 0o700)
+        if not os.path.exists(path):
+            tmp = os.path.join(d, f".tmp-{uuid.uuid4().hex}")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                os.write(fd, secrets.token_hex(32).encode())
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                pass
+            finally:
+                os.unlink(tmp)
+        if os.stat(path).st_mode & 0o077:
+            os.chmod(path, 0o600)
+        with open(path, encoding="ascii") as f:
+            key = f.read().strip()
+    else:
+        if not store.exists(*USER_HASH_KEY):
+            store.write_bytes(secrets.token_hex(32).encode(), *USER_HASH_KEY)
+        key = store.fs.cat_file(path).decode("ascii").strip()
+    if len(key) < 32:
+        raise ValueError(f"the store's user-hashing key {'/'.join(USER_HASH_KEY)} is damaged (too short); restore it")
+    return key
+
+
+def _withhold_raw(spec: SourceSpec) -> SourceSpec:
+    """``spec`` whose parsers replace the ``raw`` text of unparseable lines by :data:`REDACTED_RAW`
+    (the raw line of a sacct dump holds the user and group names in clear)."""
+    text = REDACTED_RAW.format(source=spec.name)
+
+    def wrap(parse: object) -> object:
+        def parse_withheld(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
+            for res in parse(stream, ctx):  # type: ignore[operator]
+                rej = res.rejects
+                if rej.num_rows:
+                    i = rej.schema.get_field_index("raw")
+                    rej = rej.set_column(i, rej.schema.field(i), pa.repeat(pa.scalar(text, pa.string()), rej.num_rows))
+                    res = ParseResult(res.rows, rej)
+                yield res
+
+        return parse_withheld
+
+    formats = tuple(dataclasses.replace(f, parse=wrap(f.parse)) for f in spec.formats if isinstance(f, Format))
+    return dataclasses.replace(spec, formats=formats)
 
 
 def get_source(name: str) -> SourceSpec:
@@ -47,18 +123,19 @@ def new_ingestor(
     are not compute nodes but whose rows are wanted, e.g. the Slurm controller whose slurmctld
     lines report other nodes going DOWN: they count as known nodes for validation.
 
-    ``hash_salt`` (settings ``hash_salt`` when ``hash_users`` is on; ``None`` = no hashing): the
-    source's :func:`identity_columns` are replaced by keyed hashes before validation.
+    ``hash_salt`` (``None`` = no hashing, i.e. ``hash_users`` off; ``""`` = hash with the store's key
+    :func:`user_hash_key`; else the configured settings ``hash_salt``): the source's
+    :func:`identity_columns` are replaced by keyed hashes before validation, and the raw text of its
+    unparseable lines is withheld from the quarantine (it stays in ``raw/``).
     """
     spec = get_source(source)
     transform = None
-    if hash_salt is not None:
-        if not hash_salt:
-            raise ValueError("user hashing needs a non-empty salt (settings hash_salt)")
-        if spec.identity_columns:
-            from nodewatch.tasks.ingest.jobs import hash_identities  # the keyed hash (HMAC-SHA256) of identity columns
+    if hash_salt is not None and spec.identity_columns:
+        from nodewatch.tasks.ingest.jobs import hash_identities  # the keyed hash (HMAC-SHA256) of identity columns
 
-            transform = functools.partial(hash_identities, salt=hash_salt, columns=spec.identity_columns)
+        key = hash_salt or user_hash_key(store)
+        transform = functools.partial(hash_identities, salt=key, columns=spec.identity_columns)
+        spec = _withhold_raw(spec)
     known, aliases = known_nodes_and_aliases(store) if (check_known_nodes and source != "topology") else (None, {})
     if known is not None and service_hosts:
         known = known | {check_node_name(h) for h in service_hosts}

@@ -34,7 +34,7 @@ def test_defaults():
     s = load_settings()
     assert s.store == "./nodewatch-data"
     assert (s.step, s.dask_workers, s.node_batch, s.future_tolerance_s) == ("15min", 2, 50, 300)
-    assert s.hash_users is False and s.service_hosts == [] and s.data_docs is True
+    assert s.hash_users is True and s.service_hosts == [] and s.data_docs is True
 
 
 def test_precedence_flag_over_env_over_toml_over_default(tmp_path, monkeypatch):
@@ -87,9 +87,13 @@ def test_invalid_config_file(tmp_path, text, message):
         load_settings(_toml(tmp_path, text, "bad.toml"))
 
 
-def test_hashing_needs_a_salt_from_env_or_toml(tmp_path, monkeypatch):
-    with pytest.raises(SettingsError, match="hash_salt is empty or shorter than 16 characters"):
-        load_settings(hash_users=True)
+def test_hashing_on_by_default_salt_optional_but_long(tmp_path, monkeypatch):
+    """hash_users is on by default; no salt needed (the store's key file is used); a configured salt must
+    be >= 16 characters and is never echoed."""
+    monkeypatch.delenv("NODEWATCH_HASH_SALT", raising=False)
+    s = load_settings()
+    assert s.hash_users is True and s.hash_salt.get_secret_value() == ""  # on by default, store key
+    assert load_settings(hash_users=False).hash_users is False  # the explicit opt-out
     monkeypatch.setenv("NODEWATCH_HASH_SALT", "k3y-xq")
     with pytest.raises(SettingsError, match="NODEWATCH_HASH_SALT") as e:
         load_settings(hash_users=True)
@@ -101,4 +105,3 @@ def test_hashing_needs_a_salt_from_env_or_toml(tmp_path, monkeypatch):
     monkeypatch.delenv("NODEWATCH_HASH_SALT")
     s = load_settings(_toml(tmp_path, f'hash_users = true\nhash_salt = "{SALT}"\n'))
     assert s.hash_users and s.hash_salt.get_secret_value() == SALT
-    assert load_settings().hash_users is False  # off by default: no salt needed

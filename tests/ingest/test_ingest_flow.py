@@ -64,7 +64,7 @@ def test_cli_ingest_summary_and_exit_codes(prefect_harness, tmp_path):
     st = Store(store)
     manifest = st.read_json("runs", f"{st.list_runs()[-1]}.json")
     assert manifest["flow"] == "ingest_jobs"
-    assert manifest["parameters"]["hash_users"] is False
+    assert manifest["parameters"]["hash_users"] is True  # users are hashed by default (issue 24)
     r2 = runner.invoke(app, ["--store", store, "ingest", "jobs", str(bad), "--no-data-docs"])
     assert r2.exit_code == 1 and "partial" in r2.output and "cannot tell the format" in r2.output
     r3 = runner.invoke(app, ["--store", store, "runs", "list"])
@@ -76,7 +76,7 @@ def test_cli_ingest_summary_and_exit_codes(prefect_harness, tmp_path):
 @pytest.mark.slow
 def test_cli_ingest_jobs_hashes_users_from_config_file(prefect_harness, tmp_path, monkeypatch):
     """hash_users and hash_salt from the --config TOML file reach the ingest_jobs flow; the manifest says
-    hashing was on and holds no salt; --hash-users without a salt is refused."""
+    hashing was on and holds no salt; a salt shorter than 16 characters is refused."""
     from typer.testing import CliRunner
 
     from nodewatch.flows.cli import app
@@ -103,6 +103,7 @@ def test_cli_ingest_jobs_hashes_users_from_config_file(prefect_harness, tmp_path
     assert salt not in text
     users = set(st.read_staged("jobs").column("user").to_pylist())
     assert "user001" not in users and keyed_hash("user001", salt) in users
+    monkeypatch.setenv("NODEWATCH_HASH_SALT", "short")
     r2 = runner.invoke(app, ["--store", str(tmp_path / "s2"), "ingest", "jobs", str(FIX / "sacct_simple.log"), "--hash-users"])
     assert r2.exit_code != 0 and isinstance(r2.exception, SettingsError)
-    assert "hash_salt is empty" in str(r2.exception)
+    assert "hash_salt is shorter than 16" in str(r2.exception)

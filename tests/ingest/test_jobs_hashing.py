@@ -121,6 +121,10 @@ def test_raw_names_absent_from_staged_and_quarantined_rows(runs):
     assert len(raw) == 1 and "quinn.quarantined" not in raw[0] and keyed_hash("quinn.quarantined", SALT1) in raw[0]
 
 
-def test_empty_salt_refused(tmp_path):
-    with pytest.raises(ValueError, match="non-empty salt"):
-        new_ingestor(Store(str(tmp_path)), "jobs", RunRecorder(Store(str(tmp_path)), "t", {}), hash_salt="")
+def test_empty_salt_uses_the_store_key(tmp_path):
+    """``hash_salt=""`` (hashing on, no salt configured) hashes with the store's key file."""
+    store, staged = _ingest(tmp_path / "s", [FIX / "sacct_simple.log"], "")
+    key = Path(store.root, "keys", "user-hash.key").read_text().strip()
+    assert len(key) == 64
+    users = [u for u in staged.column("user").to_pylist() if u is not None]
+    assert users and "user001" not in users and keyed_hash("user001", key) in users
