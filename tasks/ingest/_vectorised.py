@@ -26,6 +26,7 @@ import pyarrow.csv as pcsv
 
 from nodewatch.tasks.ingest.base import REJECT_SCHEMA, ParseContext, empty_rejects
 from nodewatch.tasks.ingest.inputs import InputError
+from nodewatch.tasks.ingest.localtime import is_nonexistent, localize, nonexistent_reason
 
 TS = pa.timestamp("ns", tz="UTC")
 CSV_BLOCK = 1 << 22
@@ -121,6 +122,13 @@ def parse_time_strings(arr: pa.Array, tz: str) -> pa.Array:
     return out
 
 
+def time_reason(raw: str, tz: str) -> str:
+    """Reject reason of a time string that gave no timestamp: a DST-skipped local time, else unparseable."""
+    if is_nonexistent(raw, tz):
+        return nonexistent_reason(repr(raw), tz)
+    return f"parse: unparseable time {raw!r}"
+
+
 def epoch_seconds_to_ts(secs: pa.Array) -> pa.Array:
     """Float epoch seconds -> ``timestamp[ns, UTC]`` (microsecond rounding; out-of-range -> null)."""
     s = to_numpy(pc.fill_null(secs.cast(pa.float64()), np.nan)).astype(np.float64)
@@ -130,8 +138,9 @@ def epoch_seconds_to_ts(secs: pa.Array) -> pa.Array:
 
 
 def _localize(naive: pa.Array, tz: str) -> pa.Array:
-    """Zone-less timestamps read as wall time in ``tz`` -> UTC (DST-ambiguous/missing: earliest)."""
-    return pc.assume_timezone(naive.cast(pa.timestamp("ns")), tz, ambiguous="earliest", nonexistent="earliest").cast(TS)
+    """Zone-less timestamps read as wall time in ``tz`` -> UTC: DST-ambiguous times resolved by order,
+    nonexistent ones null (so the row is rejected); see :mod:`nodewatch.tasks.ingest.localtime`."""
+    return localize(naive, tz)
 
 
 def time_to_utc(col: pa.Array, tz: str) -> pa.Array:

@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from nodewatch.schemas.names import is_valid_node_name
+from nodewatch.tasks.ingest import localtime
 from nodewatch.tasks.ingest.base import ParseContext, ParseResult, rejects_table
 from nodewatch.tasks.ingest.inputs import InputError
 
@@ -394,16 +395,10 @@ def days_in_month(y: np.ndarray, m: np.ndarray) -> np.ndarray:
 
 
 def local_to_utc_ns(local_ns: np.ndarray, tz: str) -> np.ndarray:
-    """Convert naive local wall-clock epoch-ns in IANA zone ``tz`` to UTC epoch-ns.
-
-    Ambiguous wall times (the repeated hour when DST ends) take the earlier instant, and
-    non-existent ones (the skipped hour when DST starts) are shifted to the first valid instant.
-    """
-    if tz in ("UTC", "Etc/UTC", "Z") or len(local_ns) == 0:
-        return local_ns
-    arr = pa.array(local_ns, pa.timestamp("ns"))
-    out = pc.assume_timezone(arr, timezone=tz, ambiguous="earliest", nonexistent="earliest")
-    return out.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    """Naive local wall-clock epoch-ns in IANA zone ``tz`` -> UTC epoch-ns (DST rules in one place:
+    :mod:`nodewatch.tasks.ingest.localtime`: ambiguous times by order, nonexistent ones
+    :data:`~nodewatch.tasks.ingest.localtime.NONEXISTENT_NS`, rejected by :func:`parse_blocks`)."""
+    return localtime.local_to_utc_ns(local_ns, tz)
 
 
 def local_now(ref: datetime, tz: str) -> datetime:
@@ -537,6 +532,7 @@ def parse_blocks(
             if len(tables) > 1:
                 rows = rows.take(pc.sort_indices(rows["source_offset"]))
             node, reason = normalise_hosts(rows["host"], ctx.aliases, host_rule, host_cache)
+            reason = localtime.reject_nonexistent(rows["time"], reason, ctx.tz)
             bad = pc.is_valid(reason)
             if pc.any(bad).as_py():
                 bad_rows = rows.filter(bad)

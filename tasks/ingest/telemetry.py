@@ -69,6 +69,7 @@ from nodewatch.tasks.ingest._vectorised import (
     parse_time_strings,
     read_header,
     reject_table,
+    time_reason,
     time_to_utc,
     to_numpy,
     to_utf8,
@@ -253,7 +254,7 @@ def parse_long_parquet(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseRes
         metric = rb.column("metric")
         node = _string_column(node)
         metric = _string_column(metric)
-        rej = _unparsed(rb.column(tcol), time, rb.column("value"), value, node, metric, off)
+        rej = _unparsed(rb.column(tcol), time, rb.column("value"), value, node, metric, off, ctx.tz)
         if rej is not None:
             ok, rtab = rej
             idx = pa.array(np.flatnonzero(ok))
@@ -272,7 +273,8 @@ def _string_column(col: pa.Array) -> pa.Array:
 
 
 def _unparsed(
-    raw_t: pa.Array, time: pa.Array, raw_v: pa.Array, value: pa.Array, node: pa.Array, metric: pa.Array, off: np.ndarray
+    raw_t: pa.Array, time: pa.Array, raw_v: pa.Array, value: pa.Array, node: pa.Array, metric: pa.Array, off: np.ndarray,
+    tz: str = "UTC",
 ) -> tuple[np.ndarray, pa.Table] | None:
     """Rows whose time or value could not be parsed (the input was not null but the result is)."""
     bad_t = to_numpy(pc.and_(pc.is_null(time), pc.is_valid(raw_t))).astype(bool)
@@ -287,7 +289,7 @@ def _unparsed(
     nn, mm = node.take(take).to_pylist(), metric.take(take).to_pylist()
     raws = [f"{a},{b},{c},{d}" for a, b, c, d in zip(rt, nn, mm, rv, strict=True)]
     reasons = [
-        f"parse: unparseable time {a!r}" if bad_t[i] else f"parse: value {d!r} is not a number"
+        time_reason(a, tz) if bad_t[i] else f"parse: value {d!r} is not a number"
         for i, a, d in zip(bi.tolist(), rt, rv, strict=True)
     ]
     return ~bad, reject_table(off[bi], raws, reasons)
@@ -381,7 +383,7 @@ def parse_long_csv(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]
         time = parse_time_strings(raw_t, ctx.tz)
         value = parse_float_strings(raw_v)
         node, metric = dec[need["node"]], dec[need["metric"]]
-        un = _unparsed(raw_t, time, raw_v, value, node, metric, lines)
+        un = _unparsed(raw_t, time, raw_v, value, node, metric, lines, ctx.tz)
         if un is not None:
             ok, rtab = un
             rej.append(rtab)
