@@ -17,21 +17,39 @@ from nodewatch.flows.prefect_env import artifact_key
 from nodewatch.tasks.core.runs import RunRecorder
 from nodewatch.tasks.core.settings import load_settings
 from nodewatch.tasks.core.store import Store
-from nodewatch.tasks.ingest.discovery import discover_inputs
+from nodewatch.tasks.ingest.discovery import discover_inputs, store_exclusions
 from nodewatch.tasks.ingest.ingestor import Ingestor
 from nodewatch.tasks.ingest.run import identity_columns, new_ingestor
 
 
-@task(retries=2, retry_delay_seconds=[2, 10], task_run_name="ingest-file-{path.name}", cache_policy=NO_CACHE)
+def transient(exc: BaseException) -> bool:
+    """Whether an error is worth retrying: I/O (``OSError``: connection, timeout, a busy filesystem), never a
+    deterministic parse error (``ValueError``, ``ArrowInvalid``, ``InputError``: the same bytes fail again)."""
+    import pyarrow as pa
+
+    return isinstance(exc, OSError) and not isinstance(exc, pa.ArrowException)
+
+
+def _retry_transient(task, task_run, state) -> bool:  # noqa: ANN001 - Prefect's retry_condition_fn signature
+    try:
+        state.result(raise_on_failure=True)
+    except BaseException as e:  # noqa: BLE001 - the task's own exception decides
+        return transient(e)
+    return False
+
+
+@task(retries=2, retry_delay_seconds=[2, 10], retry_condition_fn=_retry_transient,
+      task_run_name="ingest-file-{path.name}", cache_policy=NO_CACHE)
 def ingest_file(ing: Ingestor, path: Path, fmt: str) -> dict:
-    """Land, parse and validate one file (retried on transient I/O errors)."""
+    """Land, parse and validate one file (retried on transient I/O errors only; any other error
+    quarantines the file inside :meth:`~nodewatch.tasks.ingest.ingestor.Ingestor.add_file`)."""
     rec = ing.add_file(path, fmt)
     return rec.model_dump(mode="json")
 
 
-@task(retries=2, retry_delay_seconds=[2, 10], cache_policy=NO_CACHE)
+@task(cache_policy=NO_CACHE)
 def stage(ing: Ingestor, data_docs: bool) -> dict:
-    """Dedupe and write staged/quarantine partitions and Data Docs."""
+    """Dedupe, write and commit staged/quarantine partitions and Data Docs (not retried: the commit is once per run)."""
     res = ing.finish(data_docs=data_docs)
     return {"dates": res.dates, "data_docs": res.data_docs, "unexpected": res.unexpected}
 
@@ -92,7 +110,7 @@ def run_source(
     overrides = {k: v for k, v in (("hash_users", hash_users), ("follow_symlinks", follow_symlinks)) if v is not None}
     settings = load_settings(store=store, **overrides)
     st = Store(settings.store)
-    found = discover_inputs(paths, follow_symlinks=settings.follow_symlinks)
+    found = discover_inputs(paths, follow_symlinks=settings.follow_symlinks, exclude=store_exclusions(st.url))
     files = found.files
     params = {"source": source, "paths": paths, "format": fmt, "start": start, "end": end, "tz": tz}
     hashing = bool(identity_columns(source)) and settings.hash_users

@@ -3,14 +3,16 @@
 Layout (see ``docs/store.md``)::
 
     raw/<source>/<sha256>.<ext>                       immutable, content-addressed input bytes
-    staged/<table>/date=YYYY-MM-DD/part-<run_id>.parquet
+    staged/<table>/date=YYYY-MM-DD/part-<run_id>.parquet   visible once committed (staged/_commits/)
     quarantine/<table>/date=YYYY-MM-DD/<run_id>.parquet   rejected rows with reason + source offset
     quarantine/files/<source>/<sha256>.json           files that could not be parsed at all
     runs/<run_id>.json                                run manifests
     <area>/CURRENT                                    atomic pointer to the current run of an area
 
 All writes of final objects go through a temporary name followed by a rename (atomic on local
-disks; single-object PUT on object stores), so readers never observe half-written files.
+disks; single-object PUT on object stores), so readers never observe half-written files. Staged
+and quarantine parts are published per run by a commit object (:mod:`nodewatch.tasks.core.commit`):
+the staged readers below return committed parts only.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from nodewatch.schemas.names import check_path_token
+from nodewatch.tasks.core.commit import commit_part, is_part_key, live_parts
 from nodewatch.tasks.core.files import open_regular
 
 _CHUNK = 1 << 20
@@ -46,6 +49,10 @@ def sha256_file(path: str | os.PathLike[str], fs: fsspec.AbstractFileSystem | No
             h.update(chunk)
             size += len(chunk)
     return h.hexdigest(), size
+
+
+class StagedPartError(RuntimeError):
+    """A committed staged part cannot be read (one-line message naming the file)."""
 
 
 @dataclass(frozen=True)
@@ -143,7 +150,12 @@ class Store:
             return json.load(f)
 
     def write_parquet(self, table: pa.Table, *parts: str) -> str:
-        """Write a parquet file atomically (zstd, deterministic settings)."""
+        """Write a parquet file atomically (zstd, deterministic settings).
+
+        A staged or quarantine part key (``staged/<table>/date=D/part-<run>.parquet``) is published
+        at once by its own commit object (:func:`~nodewatch.tasks.core.commit.commit_part`); runs that
+        write several parts use :class:`~nodewatch.tasks.core.commit.StagedCommit` instead.
+        """
         final = self.path(*parts)
         self._makedirs_for(final)
         tmp = self._tmp(final)
@@ -151,6 +163,9 @@ class Store:
             pq.write_table(table, f, compression="zstd", write_statistics=True)
         self.fs.mv(tmp, final)
         self._seal(final)
+        key = "/".join(parts)
+        if is_part_key(key):  # a staged/quarantine part written alone is published on its own
+            commit_part(self, key)
         return final
 
     # ----------------------------------------------------------------- raw landing
@@ -216,34 +231,50 @@ class Store:
         """Key of one quarantine file."""
         return f"quarantine/{check_path_token(table, 'table')}/date={date}/{check_path_token(run_id, 'run id')}.parquet"
 
+    def live_keys(self, area: str, table: str) -> list[str]:
+        """Committed part keys of ``<area>/<table>`` (``area``: ``staged`` or ``quarantine``), sorted.
+
+        Only parts published by a commit object (:mod:`nodewatch.tasks.core.commit`) count: parts of a
+        run that has not committed (still writing, or killed) and ``.tmp-*`` files are never returned.
+        """
+        return sorted(live_parts(self).get(f"{area}/{check_path_token(table, 'table')}", set()))
+
     def staged_dates(self, table: str) -> list[str]:
-        """Dates (YYYY-MM-DD) that have staged partitions for ``table``."""
-        base = self.path("staged", check_path_token(table, "table"))
-        if not self.fs.exists(base):
-            return []
-        return sorted(p.rsplit("date=", 1)[1] for p in self.fs.ls(base, detail=False) if "date=" in p)
+        """Dates (YYYY-MM-DD) that have committed staged partitions for ``table``."""
+        return sorted({k.split("/")[2].split("=", 1)[1] for k in self.live_keys("staged", table)})
 
     def staged_files(self, table: str, dates: list[str] | None = None, run_id: str | None = None) -> list[str]:
-        """Paths of staged parquet files of ``table`` (optionally only for ``dates`` / written by ``run_id``)."""
-        out: list[str] = []
-        suffix = f"/part-{check_path_token(run_id, 'run id')}.parquet" if run_id else ".parquet"
-        for d in dates if dates is not None else self.staged_dates(table):
-            base = self.path("staged", table, f"date={d}")
-            if self.fs.exists(base):
-                out.extend(sorted(p for p in self.fs.ls(base, detail=False) if p.endswith(suffix)))
+        """Paths of committed staged parquet files of ``table`` (optionally only for ``dates`` / written by ``run_id``)."""
+        want = None if dates is None else {f"date={d}" for d in dates}
+        name = f"part-{check_path_token(run_id, 'run id')}.parquet" if run_id else None
+        out = []
+        for k in self.live_keys("staged", table):
+            _, _, part, file = k.split("/")
+            if (want is None or part in want) and (name is None or file == name):
+                out.append(self.path(k))
         return out
 
     def read_staged(
         self, table: str, dates: list[str] | None = None, columns: list[str] | None = None, run_id: str | None = None
     ) -> pa.Table | None:
-        """Read staged partitions of ``table`` into one Arrow table (``None`` if nothing is staged)."""
+        """Read committed staged partitions of ``table`` into one Arrow table (``None`` if nothing is staged).
+
+        A part that cannot be read raises :class:`StagedPartError` naming the file (``nodewatch store verify``).
+        """
         files = self.staged_files(table, dates, run_id)
         if not files:
             return None
         parts = []
         for p in files:
-            with self.fs.open(p, "rb") as f:
-                parts.append(pq.read_table(f, columns=columns))
+            try:
+                with self.fs.open(p, "rb") as f:
+                    parts.append(pq.read_table(f, columns=columns))
+            except (pa.ArrowException, OSError) as e:
+                msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+                raise StagedPartError(
+                    f"staged part {p} is unreadable ({type(e).__name__}: {msg}); "
+                    "`nodewatch store verify` lists such parts, `nodewatch store repair` re-stages them from raw/"
+                ) from None
         return pa.concat_tables(parts, promote_options="permissive")
 
     def read_parquet(self, *parts: str) -> pa.Table:

@@ -24,8 +24,11 @@ import pyarrow.parquet as pq
 
 from nodewatch.schemas.gx_suite import runtime_expectations
 from nodewatch.schemas.manifest import InputRecord, RowCounts
+from nodewatch.tasks.core.commit import CommitError, StagedCommit
+from nodewatch.tasks.core.commit_gc import clean_dead_parts
 from nodewatch.tasks.core.counters import CounterCarry, CounterState, merge_states, state_from_table, state_to_table
 from nodewatch.tasks.core.datadocs import write_data_docs
+from nodewatch.tasks.core.locks import store_lock
 from nodewatch.tasks.core.runs import RunRecorder
 from nodewatch.tasks.core.store import Store
 from nodewatch.tasks.core.validate import BatchValidator
@@ -114,6 +117,9 @@ class Ingestor:
         self.bad = _Spool(tmp, "bad", spool.SPOOL_BYTES)
         self.result = IngestResult(table=self.schema.name)
         self._file_order: dict[str, int] = {}
+        self._next_order = 0
+        self._dropped: set[int] = set()  # file orders whose spooled rows are not staged (failed attempts / files)
+        self._unexpected: set[str] = set()  # sha256 of files quarantined by an unexpected error: never marked ingested
         self._per_file: dict[str, InputRecord] = {}
         self._names: dict[str, str] = {}
         self._requested: dict[str, str] = {}  # sha256 -> the --format choice the file was read with
@@ -149,12 +155,48 @@ class Ingestor:
         self._requested[raw.sha256] = fmt
         self._per_file[raw.sha256] = rec
         self._names[raw.sha256] = path.name
-        self._file_order[raw.sha256] = len(self._file_order)
+        self._file_order[raw.sha256] = self._next_order
+        self._next_order += 1
+        try:
+            self._parse_file(rec, path, fmt, on_rows)
+        except InputError:
+            raise  # a usage error outside parsing (one line, as before)
+        except OSError as e:
+            if not isinstance(e, pa.ArrowException):
+                # transient I/O (the flow retries the file): forget this attempt, its rows are dropped
+                self._forget(rec)
+                raise
+            self._fail_file(rec, path, e)
+        except Exception as e:  # noqa: BLE001 - any other error: the whole file is quarantined, named, the run partial
+            self._fail_file(rec, path, e)
+        return rec
+
+    def _fail_file(self, rec: InputRecord, path: Path, e: BaseException) -> None:
+        """Quarantine the whole file after an unexpected error: none of its rows is staged, the error is
+        one line naming the file, the run is ``partial`` and the file is not marked ingested (a re-run retries it)."""
+        first = (str(e).splitlines() or [""])[0][:300]
+        read = rec.counts.rows_in
+        self._dropped.add(self._file_order[rec.sha256])
+        rec.counts = RowCounts()
+        self._unexpected.add(rec.sha256)
+        self._quarantine_file(rec, f"{path}: {type(e).__name__}: {first}".rstrip(": "), rows_read=read)
+
+    def _forget(self, rec: InputRecord) -> None:
+        """Undo the registration of a file whose attempt failed with a transient error (its spooled rows are dropped)."""
+        self._dropped.add(self._file_order.pop(rec.sha256))
+        self._per_file.pop(rec.sha256, None)
+        self._names.pop(rec.sha256, None)
+        self._requested.pop(rec.sha256, None)
+        if rec in self.result.inputs:
+            self.result.inputs.remove(rec)
+
+    def _parse_file(self, rec: InputRecord, path: Path, fmt: str, on_rows: Callable[[int], None] | None) -> None:
+        """Detect the format, parse, validate and spool the rows of one registered file."""
         try:
             form = detect_format(self.spec, path, fmt)
         except InputError as e:
             self._quarantine_file(rec, str(e))
-            return rec
+            return
         rec.format = form.name
         ctx = ParseContext(
             name=path.name,
@@ -185,7 +227,6 @@ class Ingestor:
         self._add_pending(rec, pending, path)
         if ctx.counters is not None and ctx.counters.out is not None:
             self._counter_out.append(ctx.counters.out)
-        return rec
 
     def _counter_key(self) -> str:
         return f"state/counters/{self.spec.name}.parquet"
@@ -225,7 +266,7 @@ class Ingestor:
         rejects = pa.concat_tables([p.rejects for p in pending])
         self._add_batch(rec, rows, rejects, path)
 
-    def _quarantine_file(self, rec: InputRecord, message: str) -> None:
+    def _quarantine_file(self, rec: InputRecord, message: str, rows_read: int | None = None) -> None:
         rec.status = "quarantined-file"
         rec.message = message
         self.store.write_json(
@@ -234,7 +275,7 @@ class Ingestor:
                 "sha256": rec.sha256,
                 "error": message,
                 "run_id": self.recorder.run_id,
-                "rows_read": rec.counts.rows_in,
+                "rows_read": rec.counts.rows_in if rows_read is None else rows_read,
             },
             "quarantine",
             "files",
@@ -261,6 +302,7 @@ class Ingestor:
                     },
                     schema=QUARANTINE_SCHEMA,
                 )
+                q = q.append_column(ORDER, pa.repeat(pa.scalar(self._file_order[rec.sha256], pa.int32()), q.num_rows))
                 self.bad.add(q, ["unknown"], np.zeros(q.num_rows, np.int64), np.zeros(q.num_rows, np.int64))
             rec.counts.quarantined += rejects.num_rows
         if rows.num_rows == 0:
@@ -290,6 +332,7 @@ class Ingestor:
                     },
                     schema=QUARANTINE_SCHEMA,
                 )
+                q = q.append_column(ORDER, pa.repeat(pa.scalar(self._file_order[rec.sha256], pa.int32()), q.num_rows))
                 labels, codes = _date_codes(q.column("time"))
                 self.bad.add(q, labels, codes, np.zeros(q.num_rows, np.int64))
                 rec.counts.quarantined += badrows.num_rows
@@ -314,7 +357,14 @@ class Ingestor:
 
     # ------------------------------------------------------------------ finish
     def finish(self, data_docs: bool = True) -> IngestResult:
-        """Dedupe and write staged + quarantine partitions, mark inputs ingested, record counts.
+        """Dedupe, write staged + quarantine parts, publish them in one commit, then mark inputs ingested.
+
+        Under the table's ingest lock (``staged/.<table>.lock``, local stores) the rows are deduped
+        against the *committed* parts, written as this run's parts (invisible to readers) and
+        published by one commit object (:mod:`nodewatch.tasks.core.commit`); only then are the input
+        files marked ingested and the counter state saved. Two runs over the same inputs thus give
+        one run's rows (the second finds them committed: duplicates). Parts of dead runs that never
+        committed are removed afterwards (:func:`~nodewatch.tasks.core.commit_gc.clean_dead_parts`).
 
         Each date is staged in one go when its rows fit the spool's memory bound, else one node
         bucket at a time; either way the file holds the buckets in order, each sorted by the unique
@@ -322,13 +372,42 @@ class Ingestor:
         written to ``validation/<run_id>/<table>/`` in the store (its URL is in the result and the
         manifest).
         """
+        with store_lock(self.store, "staged", f".{self.schema.name}.lock", name=f"ingest {self.schema.name}"):
+            self._stage_and_commit()
+        try:
+            clean_dead_parts(self.store, keep_run=self.recorder.run_id)
+        except (OSError, CommitError) as e:  # housekeeping never fails the run
+            self.recorder.error(f"could not remove parts of dead runs: {type(e).__name__}: {e}")
+        self._save_counters()
+        for rec in self.result.inputs:
+            self.recorder.add_input(rec)
+        self.recorder.add_counts(self.schema.name, self.result.counts)
+        self.result.unexpected = {k: v for k, v in self.validator.unexpected.items() if v}
+        if data_docs:
+            with self._timed("docs"):
+                self._write_docs()
+        self.recorder.add_output(f"staged_{self.schema.name}", sorted(set(self.result.dates)))
+        self._tmp.cleanup()
+        self.result.timings = dict(self.timings)
+        return self.result
+
+    def _live(self, t: pa.Table) -> pa.Table:
+        """``t`` without the rows of dropped files (failed attempts, files quarantined whole)."""
+        if not self._dropped or t.num_rows == 0:
+            return t
+        gone = pc.is_in(t.column(ORDER), value_set=pa.array(sorted(self._dropped), pa.int32()))
+        return t.filter(pc.invert(gone))
+
+    def _stage_and_commit(self) -> None:
         key = list(self.schema.unique_key)
-        files = sorted(self._file_order, key=self._file_order.__getitem__)
-        shas = pa.array(files, pa.string())
-        dup_by_file = np.zeros(len(files), np.int64)
-        conflict_by_file = np.zeros(len(files), np.int64)
-        staged_by_file = np.zeros(len(files), np.int64)
+        n_orders = self._next_order
+        by_order = {o: sha for sha, o in self._file_order.items()}
+        shas = pa.array([by_order.get(o, "") for o in range(n_orders)], pa.string())
+        dup_by_file = np.zeros(n_orders, np.int64)
+        conflict_by_file = np.zeros(n_orders, np.int64)
+        staged_by_file = np.zeros(n_orders, np.int64)
         run_id = self.recorder.run_id
+        commit = StagedCommit(self.store, run_id, self.schema.name, fault="stage")
         plain_read = _plain_read(self.staged_schema)
         for date in self.good.dates():
             with self._timed("stage"):
@@ -340,7 +419,7 @@ class Ingestor:
                     )
                 whole = self.good.bytes[date] <= self.good.max_bytes
                 groups = [None] if whole else self.good.buckets(date)
-            path = self.store.path(self.store.staged_key(self.schema.name, date, run_id))
+            part_key = self.store.staged_key(self.schema.name, date, run_id)
             tmp_local = Path(self._tmp.name) / f"out-{date}.parquet"
             writer = None
             written = 0
@@ -349,7 +428,9 @@ class Ingestor:
                     with self._timed("stage"):
                         t = self.good.read(date, b)
                         assert t is not None
-                        t = _arrival_order(t)
+                        t = self._live(_arrival_order(t))
+                        if t.num_rows == 0:
+                            continue
                         ex = existing
                         if ex is not None and b is not None:
                             ex = ex.filter(pc.equal(ex.column(BUCKET), b))
@@ -357,9 +438,9 @@ class Ingestor:
                         order = t.column(ORDER).to_numpy()
                         if conflict.any():
                             self._quarantine_conflicts(t.filter(pa.array(conflict)), date, key, shas)
-                            conflict_by_file += np.bincount(order[conflict], minlength=len(files))
-                        dup_by_file += np.bincount(order[dup & ~conflict], minlength=len(files))
-                        staged_by_file += np.bincount(order[keep], minlength=len(files))
+                            conflict_by_file += np.bincount(order[conflict], minlength=n_orders)
+                        dup_by_file += np.bincount(order[dup & ~conflict], minlength=n_orders)
+                        staged_by_file += np.bincount(order[keep], minlength=n_orders)
                     # taken and written in slices: the output buffers are reused, not fresh memory
                     t = _combine_dictionaries(t)
                     for start in range(0, len(keep), WRITE_ROWS):
@@ -379,43 +460,34 @@ class Ingestor:
                         writer.add_key_value_metadata(self.staged_schema.metadata)
                     writer.close()
             with self._timed("write"):
-                if written:
-                    self.store.fs.makedirs(path.rpartition("/")[0], exist_ok=True)
-                    tmp_remote = path.rpartition("/")[0] + f"/.tmp-{run_id}.parquet"
-                    self.store.fs.put_file(str(tmp_local), tmp_remote)
-                    self.store.fs.mv(tmp_remote, path)
-                    self.result.staged_files.append(path)
+                if written:  # the part is written under its final name; readers ignore it until the commit
+                    self.result.staged_files.append(commit.put_file(tmp_local, part_key, written))
                     self.result.dates.append(date)
                 tmp_local.unlink(missing_ok=True)
         with self._timed("quarantine"):
             for date in self.bad.dates():
                 q = self.bad.read(date)
                 assert q is not None
-                q = q.drop_columns([BUCKET]).sort_by([("source_sha256", "ascending"), ("source_offset", "ascending")])
+                q = self._live(q).drop_columns([BUCKET, ORDER])
+                if q.num_rows == 0:
+                    continue
+                q = q.sort_by([("source_sha256", "ascending"), ("source_offset", "ascending")])
                 self.result.quarantine_files.append(
-                    self.store.write_parquet(q, self.store.quarantine_key(self.schema.name, date, run_id))
+                    commit.write_parquet(q, self.store.quarantine_key(self.schema.name, date, run_id))
                 )
-        for i, sha in enumerate(files):
+        for sha, o in self._file_order.items():
             rec = self._per_file[sha]
-            rec.counts.duplicates = int(dup_by_file[i])
-            rec.counts.quarantined += int(conflict_by_file[i])
-            rec.counts.staged = int(staged_by_file[i])
+            rec.counts.duplicates = int(dup_by_file[o])
+            rec.counts.quarantined += int(conflict_by_file[o])
+            rec.counts.staged = int(staged_by_file[o])
+        with self._timed("write"):
+            commit.commit()  # the one atomic step: readers see all of this run's parts from here on
         for sha, rec in self._per_file.items():
             self.result.counts = self.result.counts.add(rec.counts)
+            if sha in self._unexpected:
+                continue  # not ingested: a re-run parses it again
             failed = self._requested.get(sha, "auto") if rec.status == "quarantined-file" else None
             self.store.mark_ingested(self.spec.name, sha, run_id, self.schema.name, failed_with_format=failed)
-        self._save_counters()
-        for rec in self.result.inputs:
-            self.recorder.add_input(rec)
-        self.recorder.add_counts(self.schema.name, self.result.counts)
-        self.result.unexpected = {k: v for k, v in self.validator.unexpected.items() if v}
-        if data_docs:
-            with self._timed("docs"):
-                self._write_docs()
-        self.recorder.add_output(f"staged_{self.schema.name}", sorted(set(self.result.dates)))
-        self._tmp.cleanup()
-        self.result.timings = dict(self.timings)
-        return self.result
 
     def _write_docs(self) -> None:
         run_id, table = self.recorder.run_id, self.schema.name
@@ -468,4 +540,5 @@ class Ingestor:
             },
             schema=QUARANTINE_SCHEMA,
         )
+        q = q.append_column(ORDER, rows.column(ORDER).cast(pa.int32()))
         self.bad.add(q, [date], np.zeros(q.num_rows, np.int64), np.zeros(q.num_rows, np.int64))

@@ -23,6 +23,7 @@ at a window's end is updated in place by the next build).
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from datetime import date, timedelta
 
@@ -32,6 +33,8 @@ import pyarrow.compute as pc
 from nodewatch.models.states.timeline import to_grid
 from nodewatch.schemas.names import is_valid_node_name
 from nodewatch.schemas.states import STATE_CARRY
+from nodewatch.tasks.core.commit import StagedCommit
+from nodewatch.tasks.core.commit_gc import clean_dead_parts
 from nodewatch.tasks.states.common import StatesError, _day_ns, _node_idx, _ns, day_range
 from nodewatch.tasks.states.cube import write_cube
 from nodewatch.tasks.states.derive import Carry, derive_from_tables
@@ -127,15 +130,21 @@ def build_states(
     ns_on = timeline_table(b, overlay=True)
     ns_off = timeline_table(b, overlay=False)
     table = pa.concat_tables([ns_on, ns_off])
-    rows_states = write_staged_by_day(store, "node_states", table, days, run_id)
+    commit = StagedCommit(store, run_id, "states", fault="states")
+    rows_states = write_staged_by_day(commit, "node_states", table, days)
     fe = failure_events_table(b, racks)
-    rows_fail, rows_updated = write_failure_events(store, fe, days, run_id, t0)
+    rows_fail, rows_updated = write_failure_events(commit, fe, days, t0)
     if rows_updated:
         b.counts["failure_events_updated_before_window"] = rows_updated
     for day, t in carry_table(b, days).items():
-        _replace_partition(store, STATE_CARRY.name, day, run_id, t)
+        _replace_partition(commit, STATE_CARRY.name, day, t)
     grid = to_grid(b.timeline, len(node_set), t0, t1)
     cube = write_cube(store, grid, node_set, t0, rebuild=rebuild_cube)
+    # node_states, failure_events and state_carry of the build appear together, after the cube is written
+    commit.commit()
+    commit.drop_removed()
+    with contextlib.suppress(OSError):  # housekeeping never fails the build (`nodewatch store clean` retries)
+        clean_dead_parts(store, keep_run=run_id)  # parts of builds that died before their commit
     return {
         "build": b,
         "node_states_rows": sum(rows_states.values()),

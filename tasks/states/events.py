@@ -7,7 +7,9 @@
   ADMIN_RESV / UNSCHEDULED_RESV overlay, with :func:`episode_evidence`;
 * :func:`carry_table` -- the losses still in effect at each built day's end;
 * :func:`write_staged_by_day` / :func:`write_failure_events` -- date partitions replaced on re-runs;
-  an episode that began before the window updates its own earlier partition.
+  an episode that began before the window updates its own earlier partition. All are written into one
+  :class:`~nodewatch.tasks.core.commit.StagedCommit` of the build: readers see the previous build's
+  partitions until its commit object is written, the new ones after (never two parts of a day).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pyarrow.compute as pc
 from nodewatch.models.states.machine import loss_table, losses_active_at
 from nodewatch.models.states.timeline import NS_PER_S, Events, Source, State, Timeline
 from nodewatch.schemas.states import FAILURE_EVENTS, NODE_STATES, STATE_CARRY, STATE_NAMES
+from nodewatch.tasks.core.commit import StagedCommit
 from nodewatch.tasks.states.common import DAY_NS, _day_ns, _ns
 from nodewatch.tasks.states.derive import StateBuild
 
@@ -254,23 +257,25 @@ def carry_table(b: StateBuild, days: list[str]) -> dict[str, pa.Table]:
     return out
 
 
-def _replace_partition(store, table_name: str, day: str, run_id: str, table: pa.Table) -> None:  # noqa: ANN001
-    """Write one date partition and remove older parts of that date (re-runs replace, never duplicate)."""
-    key = store.staged_key(table_name, day, run_id)
-    old = [p for p in store.staged_files(table_name, [day]) if not p.endswith(key.rsplit("/", 1)[1])]
-    store.write_parquet(table, key)
-    for p in old:
-        store.fs.rm(p)
+def _replace_partition(commit: StagedCommit, table_name: str, day: str, table: pa.Table) -> None:
+    """Write one date partition into ``commit`` and replace the committed parts of that date (re-runs
+    replace, never duplicate): readers see the old parts until the commit, the new one after it."""
+    store = commit.store
+    key = store.staged_key(table_name, day, commit.run_id)
+    for k in store.live_keys("staged", table_name):
+        if k.split("/")[2] == f"date={day}" and k != key:
+            commit.remove(k)
+    commit.write_parquet(table, key)
 
 
-def write_staged_by_day(store, table_name: str, table: pa.Table, days: list[str], run_id: str) -> dict[str, int]:  # noqa: ANN001
-    """Write ``table`` into one partition per day (by its time column); returns rows per day."""
+def write_staged_by_day(commit: StagedCommit, table_name: str, table: pa.Table, days: list[str]) -> dict[str, int]:
+    """Write ``table`` into one partition per day (by its time column) of ``commit``; returns rows per day."""
     col = "start"
     d = pc.strftime(table[col], format="%Y-%m-%d") if table.num_rows else pa.array([], pa.string())
     out: dict[str, int] = {}
     for day in days:
         part = table.filter(pc.equal(d, day)) if table.num_rows else table
-        _replace_partition(store, table_name, day, run_id, part)
+        _replace_partition(commit, table_name, day, part)
         out[day] = part.num_rows
     return out
 
@@ -285,8 +290,8 @@ def conform_failure_events(t: pa.Table) -> pa.Table:
     return pa.Table.from_arrays([c.cast(f.type) for c, f in zip(cols, schema, strict=True)], schema=schema)
 
 
-def write_failure_events(store, fe: pa.Table, days: list[str], run_id: str, t_start: int) -> tuple[int, int]:  # noqa: ANN001
-    """Publish failure events: window partitions are replaced; episodes that began earlier update their own partition.
+def write_failure_events(commit: StagedCommit, fe: pa.Table, days: list[str], t_start: int) -> tuple[int, int]:
+    """Failure events into ``commit``: window partitions are replaced; episodes that began earlier update their own partition.
 
     An episode that began before the window (still in effect at its start, e.g. open at the previous
     day's end) replaces the row(s) of the same node overlapping it in the partition of its start date,
@@ -294,7 +299,8 @@ def write_failure_events(store, fe: pa.Table, days: list[str], run_id: str, t_st
     """
     start_ns = pc.cast(fe["start"], pa.int64())
     before = pc.less(start_ns, t_start)
-    rows = write_staged_by_day(store, FAILURE_EVENTS.name, fe.filter(pc.invert(before)), days, run_id)
+    store = commit.store
+    rows = write_staged_by_day(commit, FAILURE_EVENTS.name, fe.filter(pc.invert(before)), days)
     early = fe.filter(before)
     updated = 0
     if early.num_rows:
@@ -310,6 +316,6 @@ def write_failure_events(store, fe: pa.Table, days: list[str], run_id: str, t_st
                     drop |= (np.array(o_node, object) == nd) & (o_s <= z) & (o_e >= a)
                 new = pa.concat_tables([conform_failure_events(old.filter(pa.array(~drop))), new])
             new = new.sort_by([("start", "ascending"), ("node", "ascending")])
-            _replace_partition(store, FAILURE_EVENTS.name, day, run_id, new)
+            _replace_partition(commit, FAILURE_EVENTS.name, day, new)
             updated += early.filter(pc.equal(d, day)).num_rows
     return sum(rows.values()), updated
