@@ -2,14 +2,61 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 checkpoint_app = typer.Typer(
     help="Failure-aware checkpoint intervals (Frank ch. 3): one recommendation, or tables for job shapes.",
     no_args_is_help=True,
 )
+
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout (nothing else on stdout).")]
+
+
+def _out() -> Console:
+    """The console for results: the shared one on a terminal; unwrapped (no 80-column wrap) when piped."""
+    import sys
+
+    from rich.console import Console
+
+    from nodewatch.flows.cli import console
+
+    if sys.stdout.isatty():
+        return console
+    return Console(soft_wrap=True, width=100_000, highlight=False)
+
+
+def _jsonable(obj: Any) -> Any:
+    """Plain JSON values: numpy scalars/arrays to Python, NaN and infinities to null."""
+    import math
+
+    import numpy as np
+
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def _print_json(obj: Any) -> None:
+    """Write ``obj`` as one JSON document to stdout (strict JSON: no NaN)."""
+    import json
+    import sys
+
+    sys.stdout.write(json.dumps(_jsonable(obj), indent=2, allow_nan=False) + "\n")
+    sys.stdout.flush()
 
 
 def _dur(text: str, what: str) -> float:
@@ -44,11 +91,12 @@ def interval(
     machine_nodes: Annotated[int | None, typer.Option(help="Nodes in the machine (with --mtbf-machine).")] = None,
     weibull_shape: Annotated[float, typer.Option(help="Weibull shape w of the failures (1 = Poisson).")] = 1.0,
     restart: Annotated[str | None, typer.Option(help="Restart cost after a failure, e.g. 5m (interval unchanged).")] = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Print the aware checkpoint interval for one job with Daly's and Young's beside it."""
     import math
 
-    from nodewatch.flows.cli import UserError, console
+    from nodewatch.flows.cli import UserError
     from nodewatch.models.checkpoint.failures import job_mtbf
     from nodewatch.models.checkpoint.intervals import (
         aware_interval,
@@ -82,23 +130,64 @@ def interval(
         raise UserError(str(e)) from None
     tau = float(res.tau_h[0])
     aware_cost = float(res.cost_h[0])
-    console.print(
+    n = 0 if res.never[0] else math.floor(hours / (tau + tc))
+    methods = {}
+    for key, t, c in (
+        ("young", classic[0], float(costs[0])),
+        ("daly", classic[1], float(costs[1])),
+        ("daly_first_order", classic[2], float(costs[2])),
+    ):
+        methods[key] = {
+            "tau_h": t,
+            "expected_cost_h": c,
+            "no_checkpoint_fits": bool(t + tc > hours),
+            "aware_saving_pct": 100 * (c - aware_cost) / c if c > 0 else 0.0,
+        }
+    if as_json:
+        _print_json(
+            {
+                "job": {
+                    "nodes": nodes,
+                    "hours": hours,
+                    "ckpt_cost_h": tc,
+                    "restart_h": r,
+                    "job_mtbf_h": m_job,
+                    "weibull_shape": weibull_shape,
+                    "p_fail": float(res.p_fail[0]),
+                },
+                "aware": {
+                    "never_checkpoint": bool(res.never[0]),
+                    "tau_h": None if res.never[0] else tau,
+                    "period_h": None if res.never[0] else tau + tc,
+                    "checkpoints": n,
+                    "compute_h": hours - n * tc,
+                    "expected_cost_h": aware_cost,
+                    "expected_makespan_h": span,
+                },
+                "methods": methods,
+            }
+        )
+        return
+    out = _out()
+    out.print(
         f"job: {nodes} nodes x {hours:g} h, checkpoint cost {tc * 60:.1f} min, job MTBF {m_job:,.2f} h "
         f"(Weibull w={weibull_shape:g}), P(failure before the end) = {float(res.p_fail[0]):.3f}"
     )
     if res.never[0]:
-        console.print(f"[bold]aware: do not checkpoint[/bold]  expected cost {aware_cost:.3f} h")
+        out.print(f"[bold]aware: do not checkpoint[/bold]  expected cost {aware_cost:.3f} h")
     else:
-        n = math.floor(hours / (tau + tc))
-        console.print(
+        out.print(
             f"[bold]aware: checkpoint every {tau:.3f} h ({tau * 60:.0f} min of compute)[/bold], "
             f"{n} checkpoint(s) = {hours - n * tc:.3f} h of compute, expected cost {aware_cost:.3f} h"
         )
-    console.print(f"expected makespan {span:.3f} h (runtime incl. checkpoints + expected lost work + restart)")
-    for name, t, c in (("Daly", classic[1], float(costs[1])), ("Young", classic[0], float(costs[0]))):
-        note = " (longer than the job: no checkpoint)" if t + tc > hours else ""
-        saving = 100 * (c - aware_cost) / c if c > 0 else 0.0
-        console.print(f"{name}: every {t:.3f} h{note}, expected cost {c:.3f} h; aware saves {saving:.1f}%")
+    out.print(f"expected makespan {span:.3f} h (runtime incl. checkpoints + expected lost work + restart)")
+    for name, key in (("Daly", "daly"), ("Young", "young")):
+        mt = methods[key]
+        note = " (longer than the job: no checkpoint)" if mt["no_checkpoint_fits"] else ""
+        out.print(
+            f"{name}: every {mt['tau_h']:.3f} h{note}, expected cost {mt['expected_cost_h']:.3f} h; "
+            f"aware saves {mt['aware_saving_pct']:.1f}%"
+        )
 
 
 @checkpoint_app.command("tables")
@@ -128,9 +217,13 @@ def tables(
     no_grid: Annotated[bool, typer.Option("--no-grid", help="Only the jobs' shapes, no 1-8192 x 1-72 h grid.")] = False,
     restart: Annotated[str | None, typer.Option(help="Restart cost after a failure, e.g. 5m.")] = None,
     no_prefect: Annotated[bool, typer.Option(help="Run without Prefect (no flow run, no artifacts).")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Build the checkpoint-interval tables into tables/checkpoint/<run_id>/ and point CURRENT at them."""
-    from nodewatch.flows.cli import UserError, console, settings
+    import contextlib
+    import sys
+
+    from nodewatch.flows.cli import UserError, settings
 
     models = []
     for text in mtbf_node or []:
@@ -171,32 +264,46 @@ def tables(
         restart_h=_dur(restart, "--restart") if restart else 0.0,
     )
     try:
-        if no_prefect:
-            from nodewatch.flows.checkpoint import run_tables
+        # with --json nothing but the JSON document may reach stdout: anything printed on the way goes to stderr
+        with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
+            if no_prefect:
+                from nodewatch.flows.checkpoint import run_tables
 
-            m = run_tables(**kw)
-        else:
-            from nodewatch.flows.checkpoint import checkpoint_tables
+                m = run_tables(**kw)
+            else:
+                from nodewatch.flows.checkpoint import checkpoint_tables
 
-            m = checkpoint_tables(**kw)
+                m = checkpoint_tables(**kw)
     except (ValueError, ArithmeticError) as e:
         raise UserError(str(e)) from None
-    console.print(
+    if as_json:
+        _print_json(m)
+        return
+    out = _out()
+    out.print(
         f"run {m['run_id']} {m['status']}: {m['notes']['intervals']:,} checkpointable "
         f"(shape, cost, model) cells in {sum(m['timings'].values()):.1f} s"
     )
+    for k, v in (m["notes"].get("jobs_skipped") or {}).items():
+        out.print(f"  skipped {v:,} job(s): {_skip_reason(k)}")
     for r in m["notes"]["summary"]:
-        console.print(
+        out.print(
             f"  {r['failure_model']:<32} {r['ckpt_cost']:<10} mean saving vs Daly {r['mean_saving_vs_daly_pct']}%,"
             f" vs Young {r['mean_saving_vs_young_pct']}%;"
             f" job node-h saved vs Daly {r['job_node_hours_saved_vs_daly']:,.1f}"
         )
     for k, v in (m["notes"].get("failure_prep_counts") or {}).items():
         if k.endswith((".n_censored", ".outside_window", ".window_end")):
-            console.print(f"  fit {k}: {v}")
+            out.print(f"  fit {k}: {v}")
     for k in ("table.md", "table.csv", "fits.csv", "table.zarr", "plots"):
         if k in m["outputs"]:
-            console.print(f"{k}: {m['outputs'][k]}")
+            out.print(f"{k}: {m['outputs'][k]}")
+
+
+def _skip_reason(key: str) -> str:
+    from nodewatch.tasks.checkpoint.savings import SKIP_REASONS
+
+    return SKIP_REASONS.get(key, key)
 
 
 @checkpoint_app.command("trace-savings")
@@ -211,14 +318,27 @@ def trace_savings_cmd(
     mc_shapes: Annotated[int, typer.Option(help="Also Monte-Carlo (10,000 failures) this many job shapes.")] = 0,
     mtbf_error: Annotated[float, typer.Option(help="Plan intervals with MTBF x (1 + this), e.g. -0.2 (Table 3.1 c/d).")] = 0.0,
     csv: Annotated[str | None, typer.Option(help="Write the table to this CSV file.")] = None,
+    runtime: Annotated[
+        str, typer.Option(help="Runtime of a job: 'requested' (the user's time limit, else elapsed) or 'elapsed'.")
+    ] = "requested",
+    checkpointable: Annotated[
+        str,
+        typer.Option(help="Jobs counted: 'daly' (t_c + Daly's interval < t) or 'aware' (the aware interval checkpoints too)."),
+    ] = "daly",
+    weight: Annotated[str, typer.Option(help="Sum costs per 'jobs' or per 'node-hours' (cost x nodes).")] = "jobs",
+    as_json: JsonOpt = False,
 ) -> None:
-    """Frank's Table 3.1 method on a job trace: saving of the aware interval vs Young/Daly over all jobs."""
+    """Frank's Table 3.1 method on a job trace: saving of the aware interval vs Young/Daly over all jobs.
+
+    Jobs the model cannot use (never ran, no node count, runtime over one year such as a sentinel
+    requested time) are skipped and counted in the output.
+    """
     from pathlib import Path
 
     from rich.table import Table
 
-    from nodewatch.flows.cli import UserError, console, get_store
-    from nodewatch.tasks.checkpoint.savings import read_trace, trace_runtimes, trace_savings
+    from nodewatch.flows.cli import UserError, get_store
+    from nodewatch.tasks.checkpoint.savings import read_trace, trace_jobs, trace_savings
     from nodewatch.tasks.checkpoint.tables import load_jobs
 
     if (trace is None) == (jobs is None):
@@ -227,19 +347,50 @@ def trace_savings_cmd(
         raw = read_trace(Path(trace)) if trace else load_jobs(get_store(), jobs, system)
         if trace and system:
             raw = raw[raw["system"] == system]
+        used, skipped = trace_jobs(raw, runtime)
         res = trace_savings(
-            trace_runtimes(raw),
+            used,
             machine_nodes,
             [_dur(m, "--mtbf-machine") for m in mtbf_machine] if mtbf_machine else (36.0, 24.0),
             [_dur(c, "--ckpt-cost") for c in ckpt_cost] if ckpt_cost else (0.5, 0.25, 0.1),
             weibull_shape,
             mc_shapes=mc_shapes,
             mtbf_error=mtbf_error,
+            checkpointable=checkpointable,
+            weight=weight,
         )
     except (ValueError, ArithmeticError) as e:
         raise UserError(str(e)) from None
     if res.empty:
         raise UserError("no checkpointable job (t_c + Daly's interval < runtime) in the trace")
+    if csv:
+        res.to_csv(csv, index=False, float_format="%.6g")
+    jobs_read = int(raw["step"].isna().sum()) if "step" in raw.columns else len(raw)
+    if as_json:
+        _print_json(
+            {
+                "jobs_read": jobs_read,
+                "jobs_used": len(used),
+                "jobs_skipped": skipped,
+                "skip_reasons": {k: _skip_reason(k) for k in skipped},
+                "runtime": runtime,
+                "checkpointable": checkpointable,
+                "weight": weight,
+                "weibull_shape": weibull_shape,
+                "mean_saving_vs_daly_pct": float(res["saving_vs_daly_pct"].mean()),
+                "mean_saving_vs_young_pct": float(res["saving_vs_young_pct"].mean()),
+                "rows": res.to_dict("records"),
+                "csv": csv,
+            }
+        )
+        return
+    out = _out()
+    out.print(
+        f"{jobs_read:,} jobs read, {len(used):,} used ({runtime} runtime; checkpointable by {checkpointable}; "
+        f"costs summed per {weight})"
+    )
+    for k, v in skipped.items():
+        out.print(f"skipped {v:,} job(s): {_skip_reason(k)}")
     t = Table(title=f"aware vs classical intervals, Weibull w={weibull_shape:g} (Frank Table 3.1 method)")
     cols = [
         "mtbf_machine_h",
@@ -256,19 +407,19 @@ def trace_savings_cmd(
         t.add_column(c.replace("_", " "), justify="right")
     for _, r in res.iterrows():
         t.add_row(*(f"{int(r[c]):,}" if c.endswith("jobs") else f"{r[c]:.2f}" for c in cols))
-    console.print(t)
-    console.print(
-        f"mean saving vs Daly {res['saving_vs_daly_pct'].mean():.2f}%, vs Young {res['saving_vs_young_pct'].mean():.2f}%"
-    )
+    out.print(t)
+    out.print(f"mean saving vs Daly {res['saving_vs_daly_pct'].mean():.2f}%, vs Young {res['saving_vs_young_pct'].mean():.2f}%")
     if csv:
-        res.to_csv(csv, index=False, float_format="%.6g")
-        console.print(f"wrote {csv}")
+        out.print(f"wrote {csv}")
 
 
 @checkpoint_app.command("show")
-def show(run_id: Annotated[str | None, typer.Argument(help="Run id (default: CURRENT).")] = None) -> None:
-    """Print the markdown summary of a checkpoint-table run."""
-    from nodewatch.flows.cli import UserError, console, get_store
+def show(
+    run_id: Annotated[str | None, typer.Argument(help="Run id (default: CURRENT).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print the markdown summary of a checkpoint-table run (--json: run id, totals and the markdown)."""
+    from nodewatch.flows.cli import UserError, get_store
     from nodewatch.schemas.names import check_path_token
     from nodewatch.tasks.checkpoint.tables import AREA
 
@@ -279,7 +430,23 @@ def show(run_id: Annotated[str | None, typer.Argument(help="Run id (default: CUR
     if not st.exists(AREA, check_path_token(rid, "run id"), "table.md"):
         raise UserError(f"no checkpoint table run {rid!r} in {st.url}")
     with st.fs.open(st.path(AREA, rid, "table.md"), "rb") as f:
-        console.print(f.read().decode(), markup=False, highlight=False)
+        md = f.read().decode()
+    if as_json:
+        from nodewatch.tasks.checkpoint.render import summary_rows
+        from nodewatch.tasks.checkpoint.tables import load_table
+
+        ds = load_table(st, rid)
+        _print_json(
+            {
+                "run_id": rid,
+                "current": st.current(AREA) == rid,
+                "table": st.url_of(AREA, rid, "table.zarr"),
+                "summary": summary_rows(ds),
+                "markdown": md,
+            }
+        )
+        return
+    _out().print(md, markup=False, highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from nodewatch.models.checkpoint.intervals import (
+    MAX_RUNTIME_H,
     aware_interval,
     daly_first_order_interval,
     daly_interval,
@@ -19,18 +20,50 @@ from nodewatch.models.checkpoint.intervals import (
 )
 from nodewatch.tasks.checkpoint.compute import METHODS
 
+SKIP_REASONS: dict[str, str] = {
+    "no_runtime": "no usable runtime (never started, or neither requested nor elapsed time > 0)",
+    "bad_nodes": "node count missing or < 1",
+    "runtime_over_one_year": "runtime over one year (e.g. a sentinel requested time such as 738,738,720 s)",
+}
+"""Why :func:`trace_jobs` leaves a job out (keys of its ``skipped`` counts)."""
 
-def trace_runtimes(jobs: pd.DataFrame) -> pd.DataFrame:
-    """(nodes, runtime_h) per job of a trace: the user's requested time (``timelimit_s``) where known, as in
-    Frank sec. 3.4.3 ("expected runtime as given by the users"), else the elapsed time."""
+
+def trace_jobs(jobs: pd.DataFrame, runtime: str = "requested") -> tuple[pd.DataFrame, dict[str, int]]:
+    """(nodes, runtime_h) per job of a trace, and the count of jobs left out per reason of :data:`SKIP_REASONS`.
+
+    ``runtime="requested"`` uses the user's requested time (``timelimit_s``) where known, as in Frank
+    sec. 3.4.3 ("expected runtime as given by the users"), else the elapsed time; ``"elapsed"`` always the
+    elapsed time. Step rows (``step`` not null) are not jobs and are neither used nor counted. A job whose
+    runtime exceeds one year (:data:`~nodewatch.models.checkpoint.intervals.MAX_RUNTIME_H`; the archive's
+    traces hold sentinels such as 738,738,720 s in the requested-time field) is skipped and counted, so
+    one bad job never stops a table.
+    """
+    if runtime not in ("requested", "elapsed"):
+        raise ValueError(f"runtime must be 'requested' or 'elapsed', got {runtime!r}")
     j = jobs
     if "step" in j.columns:
         j = j[j["step"].isna()]
-    req = pd.to_numeric(j.get("timelimit_s"), errors="coerce") if "timelimit_s" in j.columns else None
     ela = pd.to_numeric(j["elapsed_s"], errors="coerce")
-    rt = req.where(req > 0, ela) if req is not None else ela
-    out = pd.DataFrame({"nodes": pd.to_numeric(j["nodes"], errors="coerce"), "runtime_h": rt / 3600.0})
-    return out[(out.nodes >= 1) & (out.runtime_h > 0)].dropna().astype({"nodes": "int64"}).reset_index(drop=True)
+    if runtime == "requested" and "timelimit_s" in j.columns:
+        req = pd.to_numeric(j["timelimit_s"], errors="coerce")
+        rt = req.where(req > 0, ela)
+    else:
+        rt = ela
+    nodes = pd.to_numeric(j["nodes"], errors="coerce")
+    hours = (rt / 3600.0).to_numpy(float)
+    n = nodes.to_numpy(float)
+    bad_nodes = ~(n >= 1)
+    no_rt = ~bad_nodes & ~(hours > 0)
+    too_long = ~bad_nodes & ~no_rt & (hours > MAX_RUNTIME_H)
+    keep = ~(bad_nodes | no_rt | too_long)
+    skipped = {k: int(v.sum()) for k, v in (("no_runtime", no_rt), ("bad_nodes", bad_nodes), ("runtime_over_one_year", too_long))}
+    out = pd.DataFrame({"nodes": n[keep].astype("int64"), "runtime_h": hours[keep]})
+    return out, {k: v for k, v in skipped.items() if v}
+
+
+def trace_runtimes(jobs: pd.DataFrame, runtime: str = "requested") -> pd.DataFrame:
+    """The jobs of :func:`trace_jobs` without the skip counts."""
+    return trace_jobs(jobs, runtime)[0]
 
 
 def trace_savings(
@@ -43,6 +76,8 @@ def trace_savings(
     mc_failures: int = 10_000,
     seed: int = 0,
     mtbf_error: float = 0.0,
+    checkpointable: str = "daly",
+    weight: str = "jobs",
 ) -> pd.DataFrame:
     """Frank's Table 3.1 method on a job trace: total expected checkpoint cost of all checkpointable jobs
     per method and the saving of the aware interval vs each, for every (system MTBF, t_c).
@@ -53,7 +88,18 @@ def trace_savings(
     Monte-Carlo (``mc_failures`` failures per shape) on that many randomly drawn distinct job shapes.
     ``mtbf_error`` (e.g. -0.2) plans every interval with a wrong MTBF ``M (1 + error)`` while costs are
     evaluated with the true one (Table 3.1 rows c/d).
+
+    Readings of the thesis's text that it leaves open (docs/checkpoint.md, "Fidelity to Table 3.1"):
+    ``checkpointable="daly"`` keeps the jobs with ``t_c + tau_Daly < t`` (default); ``"aware"`` keeps
+    only those of them the aware interval also checkpoints (``t_c + tau_aware < t``, so jobs it
+    recommends not to checkpoint are left out). ``weight="jobs"`` sums the per-job expected costs
+    (default, "the average checkpoint cost per job is summed"); ``"node-hours"`` weights each job's
+    cost by its node count (cost in node-hours).
     """
+    if checkpointable not in ("daly", "aware"):
+        raise ValueError(f"checkpointable must be 'daly' or 'aware', got {checkpointable!r}")
+    if weight not in ("jobs", "node-hours"):
+        raise ValueError(f"weight must be 'jobs' or 'node-hours', got {weight!r}")
     from nodewatch.models.checkpoint.mc import simulate_cost
 
     if machine_nodes < 1:
@@ -80,14 +126,20 @@ def trace_savings(
             cc = expected_cost(tt[:, None], classic, tc, mm[:, None], shape)
             aw = aware_interval(tt, tc, mp, shape, extra_tau_h=classic)
             aw_cost = aw.cost_h if mtbf_error == 0.0 else expected_cost(tt, aw.tau_h, tc, mm, shape)
-            totals = {meth: float(np.sum(c * cnt[ok])) for meth, c in zip(METHODS, [*cc.T, aw_cost], strict=True)}
+            sel = np.ones(tt.size, bool) if checkpointable == "daly" else (~aw.never & (tc + aw.tau_h < tt))
+            if not sel.any():
+                continue
+            wgt = cnt[ok] * (n[ok] if weight == "node-hours" else 1.0) * sel
+            totals = {meth: float(np.sum(c * wgt)) for meth, c in zip(METHODS, [*cc.T, aw_cost], strict=True)}
             row = {
                 "mtbf_machine_h": m_sys,
                 "ckpt_cost_h": tc,
                 "weibull_shape": shape,
                 "mtbf_error": mtbf_error,
-                "jobs": int(cnt[ok].sum()),
-                "shapes": int(ok.sum()),
+                "checkpointable": checkpointable,
+                "weight": weight,
+                "jobs": int(cnt[ok][sel].sum()),
+                "shapes": int(sel.sum()),
                 "never_checkpoint_jobs": int(cnt[ok][aw.never].sum()),
             }
             for meth in METHODS[:-1]:

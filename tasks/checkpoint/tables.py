@@ -110,7 +110,12 @@ def load_jobs(store: Any, spec: str, system: str | None = None) -> pd.DataFrame:
 
     cols = ["system", "step", "start_time", "nodes", "elapsed_s"]
     if spec == "staged":
-        t = store.read_staged("jobs", columns=cols)
+        import pyarrow as pa
+
+        try:  # the requested time too (trace-savings uses it); parts staged without the column lack it
+            t = store.read_staged("jobs", columns=[*cols, "timelimit_s"])
+        except (pa.ArrowException, RuntimeError):  # missing column (a truly unreadable part fails again below)
+            t = store.read_staged("jobs", columns=cols)
         if t is None:
             raise FileNotFoundError(f"no staged jobs in {store.url} (run `nodewatch ingest jobs ...` first)")
     else:
@@ -123,10 +128,11 @@ def load_jobs(store: Any, spec: str, system: str | None = None) -> pd.DataFrame:
         parts = []
         for f in files:
             with store.fs.open(f, "rb") as fh:
-                parts.append(pq.read_table(fh, columns=cols))
+                pf = pq.ParquetFile(fh)
+                parts.append(pf.read(columns=[c for c in [*cols, "timelimit_s"] if c in pf.schema_arrow.names]))
         import pyarrow as pa
 
-        t = pa.concat_tables(parts)
+        t = pa.concat_tables(parts, promote_options="permissive")
     df = t.to_pandas()
     if system is not None:
         df = df[df["system"] == system]
@@ -252,13 +258,34 @@ def models_from_failures(
     return models, pd.concat(fits_all, ignore_index=True), counts
 
 
+def usable_jobs(jobs: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The jobs whose elapsed time the tables can model, and how many were left out and why.
+
+    A job (``step`` null) that ran longer than one year (:data:`~nodewatch.models.checkpoint.intervals.MAX_RUNTIME_H`,
+    e.g. a sentinel in the trace) would stop the whole table; it is skipped and counted as
+    ``runtime_over_one_year`` instead. Other rows go to :func:`nodewatch.tasks.checkpoint.shapes.job_shapes` unchanged
+    (it ignores steps and jobs that never ran).
+    """
+    from nodewatch.models.checkpoint.intervals import MAX_RUNTIME_H
+
+    ela = pd.to_numeric(jobs["elapsed_s"], errors="coerce") / 3600.0
+    too_long = (ela > MAX_RUNTIME_H).to_numpy(copy=True)
+    if "step" in jobs.columns:
+        too_long &= jobs["step"].isna().to_numpy()
+    skipped = {"runtime_over_one_year": int(too_long.sum())} if too_long.any() else {}
+    return jobs[~too_long], skipped
+
+
 def build_shapes(jobs: pd.DataFrame | None, grid: bool) -> tuple[pd.DataFrame, list[str]]:
-    """Shapes from the jobs (via :func:`nodewatch.tasks.checkpoint.shapes.job_shapes`) followed by the default grid."""
+    """Shapes from the jobs (via :func:`nodewatch.tasks.checkpoint.shapes.job_shapes`) followed by the default grid.
+
+    Jobs longer than one year are left out (see :func:`usable_jobs`, which reports how many).
+    """
     from nodewatch.tasks.checkpoint.shapes import job_shapes
 
     frames, src = [], []
     if jobs is not None:
-        js = job_shapes(jobs)
+        js = job_shapes(usable_jobs(jobs)[0])
         frames.append(js)
         src += ["jobs"] * len(js)
     if grid:
@@ -338,7 +365,10 @@ def run_checkpoint_tables(
                 job_df = load_jobs(store, jobs, system) if jobs else None
                 shapes, src = build_shapes(job_df, grid)
                 if job_df is not None:
-                    rec.add_counts("jobs", RowCounts(rows_in=len(job_df), staged=len(job_df)))
+                    skipped = usable_jobs(job_df)[1]
+                    n_skip = sum(skipped.values())
+                    rec.add_counts("jobs", RowCounts(rows_in=len(job_df), staged=len(job_df) - n_skip, quarantined=n_skip))
+                    rec.manifest.notes["jobs_skipped"] = skipped
             with rec.step("solve"):
                 ds = compute_table(
                     shapes, list(ckpt_costs or [CkptCost.fixed(h) for h in DEFAULT_CKPT_COSTS_H]), models, src, restart_h
