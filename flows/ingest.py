@@ -25,9 +25,9 @@ from nodewatch.tasks.ingest.run import identity_columns, new_ingestor
 def transient(exc: BaseException) -> bool:
     """Whether an error is worth retrying: I/O (``OSError``: connection, timeout, a busy filesystem), never a
     deterministic parse error (``ValueError``, ``ArrowInvalid``, ``InputError``: the same bytes fail again)."""
-    import pyarrow as pa
+    from nodewatch.tasks.ingest.ingestor import transient_io
 
-    return isinstance(exc, OSError) and not isinstance(exc, pa.ArrowException)
+    return transient_io(exc)
 
 
 def _retry_transient(task, task_run, state) -> bool:  # noqa: ANN001 - Prefect's retry_condition_fn signature

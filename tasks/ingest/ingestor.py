@@ -57,6 +57,16 @@ from nodewatch.tasks.ingest.validation import (
 )
 
 
+def transient_io(exc: BaseException) -> bool:
+    """Whether an error may pass on a retry: a connection or timeout error, or an ``OSError`` the
+    operating system raised (it carries an ``errno``: EIO, ENOSPC, ...). pyarrow raises ``OSError``
+    without an errno for bytes it cannot decode (a corrupt parquet footer): deterministic, like
+    ``ValueError``/``ArrowInvalid``/``InputError``."""
+    if isinstance(exc, ConnectionError | TimeoutError):
+        return True
+    return isinstance(exc, OSError) and exc.errno is not None and not isinstance(exc, pa.ArrowException)
+
+
 @dataclass
 class IngestResult:
     """What one ``ingest_files`` call did."""
@@ -162,7 +172,7 @@ class Ingestor:
         except InputError:
             raise  # a usage error outside parsing (one line, as before)
         except OSError as e:
-            if not isinstance(e, pa.ArrowException):
+            if transient_io(e):
                 # transient I/O (the flow retries the file): forget this attempt, its rows are dropped
                 self._forget(rec)
                 raise
