@@ -59,18 +59,39 @@ def _root(
     set_default_config(config)  # the flows this command runs read the same TOML file
 
 
-def settings() -> Settings:
-    """Settings built from the global options, env and TOML file."""
+def _load_settings() -> Settings:
+    from pydantic_settings import SettingsError as EnvSettingsError
+
     from nodewatch.tasks.core.settings import load_settings
 
-    return load_settings(_STATE.get("config"), store=_STATE.get("store"))  # type: ignore[arg-type]
+    try:
+        return load_settings(_STATE.get("config"), store=_STATE.get("store"))  # type: ignore[arg-type]
+    except EnvSettingsError as e:  # a malformed NODEWATCH_* value (e.g. JSON that does not parse)
+        cause = f": {e.__cause__}" if e.__cause__ else ""
+        raise UserError(f"settings: {e}{cause}") from None
+
+
+def settings() -> Settings:
+    """Settings built from the global options, env and TOML file; the store is checked writable.
+
+    Commands that run a flow call this first, so a bad setting, an unknown store protocol or an
+    unwritable store is a one-line error before any flow starts.
+    """
+    from nodewatch.flows.cli._store_check import check_store
+
+    s = _load_settings()
+    check_store(s.store, write=True)
+    return s
 
 
 def get_store() -> Store:
-    """The store selected by global options / settings."""
+    """The store selected by global options / settings (checked readable: known protocol, a directory)."""
+    from nodewatch.flows.cli._store_check import check_store
     from nodewatch.tasks.core.store import Store
 
-    return Store(settings().store)
+    url = _load_settings().store
+    check_store(url, write=False)
+    return Store(url)
 
 
 def _discover() -> None:
@@ -86,16 +107,39 @@ def _discover() -> None:
 _discover()
 
 
-def main() -> None:
-    """Console-script entry point: run the app, turning user errors into one-line messages."""
+def user_errors() -> tuple[type[BaseException], ...]:
+    """The exception types that are user errors (one line, exit code 2, no traceback)."""
+    from pydantic_settings import SettingsError as EnvSettingsError
+
     from nodewatch.schemas.names import UnsafeNameError
     from nodewatch.tasks.core.locks import LockBusyError
     from nodewatch.tasks.core.runs import ManifestError
     from nodewatch.tasks.core.settings import SettingsError
     from nodewatch.tasks.ingest.inputs import InputError
+    from nodewatch.tasks.states.common import StatesError
 
+    return (UserError, InputError, UnsafeNameError, FileNotFoundError, SettingsError, EnvSettingsError, LockBusyError,
+            ManifestError, StatesError)
+
+
+def main() -> None:
+    """Console-script entry point: run the app, turning user errors into one-line messages.
+
+    The message is printed through :func:`~nodewatch.flows.cli._safe.safe` (it may quote paths and values
+    from input data); Prefect's log records of a flow that failed with a user error lose their
+    traceback (:func:`~nodewatch.flows.cli._quiet.quiet_user_errors`).
+    """
+    from nodewatch.flows.cli._quiet import quiet_user_errors
+    from nodewatch.flows.cli._safe import safe
+
+    errors = user_errors()
+    quiet_user_errors(errors)
     try:
         app()
-    except (UserError, InputError, UnsafeNameError, FileNotFoundError, SettingsError, LockBusyError, ManifestError) as e:
-        err_console.print(f"[red]error:[/red] {e}", highlight=False)
+    except errors as e:
+        err_console.print(f"[red]error:[/red] {safe(_one_line(e))}", highlight=False)
         sys.exit(2)
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 if TYPE_CHECKING:
@@ -30,17 +29,18 @@ ingest_app = typer.Typer(
 def print_summary(manifest: dict) -> None:
     """One-screen rich summary of an ingest run."""
     from nodewatch.flows.cli import console
+    from nodewatch.flows.cli._safe import safe
 
-    t = Table(title=f"run {manifest['run_id']} — {manifest['status']}")
+    t = Table(title=safe(f"run {manifest['run_id']} — {manifest['status']}"))
     for col in ("file", "format", "status", "rows in", "staged", "quarantined", "duplicates"):
         t.add_column(col, justify="right" if col in ("rows in", "staged", "quarantined", "duplicates") else "left")
     for i in manifest["inputs"]:
         c = i["counts"]
         style = {"ingested": "", "skipped-duplicate-file": "dim", "quarantined-file": "red"}.get(i["status"], "")
         t.add_row(
-            Path(i["path"]).name,
-            i.get("format") or "-",
-            i["status"],
+            safe(Path(i["path"]).name),
+            safe(i.get("format") or "-"),
+            safe(i["status"]),
             f"{c['rows_in']:,}",
             f"{c['staged']:,}",
             f"{c['quarantined']:,}",
@@ -49,7 +49,7 @@ def print_summary(manifest: dict) -> None:
         )
     for name, c in manifest["counts"].items():
         t.add_row(
-            f"[bold]total {name}[/bold]",
+            f"[bold]total {safe(name)}[/bold]",
             "",
             "",
             f"{c['rows_in']:,}",
@@ -59,17 +59,17 @@ def print_summary(manifest: dict) -> None:
         )
     console.print(t)
     for e in manifest["errors"]:
-        console.print(f"[red]•[/red] {e}", highlight=False)
+        console.print(f"[red]•[/red] {safe(e)}", highlight=False)
     refused = manifest.get("notes", {}).get("refused_inputs", [])
     for r in refused[:10]:
-        console.print(f"[yellow]refused input[/yellow] {escape(repr(r['path']))}: {escape(r['reason'])}", highlight=False)
+        console.print(f"[yellow]refused input[/yellow] {safe(repr(r['path']))}: {safe(r['reason'])}", highlight=False)
     if len(refused) > 10:
         more = len(refused) - 10
-        console.print(f"[yellow]… and {more} more refused inputs[/yellow] (nodewatch runs show {manifest['run_id']})")
+        console.print(f"[yellow]… and {more} more refused inputs[/yellow] (nodewatch runs show {safe(manifest['run_id'])})")
     for k, v in manifest["outputs"].items():
         if k.startswith("data_docs_"):
-            console.print(f"GX Data Docs: {v}")
-    console.print(f"details: nodewatch runs show {manifest['run_id']}")
+            console.print(f"GX Data Docs: {safe(v)}")
+    console.print(f"details: nodewatch runs show {safe(manifest['run_id'])}")
 
 
 def _make_command(source: str, help_text: str, formats: list[str]) -> Callable[..., None]:
@@ -149,10 +149,11 @@ def _settings_with(**overrides: object) -> "Settings":
 
 
 def _preflight(paths: list[str], follow_symlinks: bool) -> None:
-    """Refuse a missing or unsafe input argument before any flow starts (one-line error, exit 2)."""
-    from nodewatch.tasks.ingest.discovery import discover_inputs
+    """Refuse a missing or unsafe input argument (or one inside the store) before any flow starts (one-line error, exit 2)."""
+    from nodewatch.flows.cli import settings
+    from nodewatch.tasks.ingest.discovery import discover_inputs, store_exclusions
 
-    discover_inputs(paths, follow_symlinks=follow_symlinks)
+    discover_inputs(paths, follow_symlinks=follow_symlinks, exclude=store_exclusions(settings().store))
 
 
 def _run(source: str, run: Callable[[], dict]) -> None:

@@ -52,6 +52,7 @@ def shapes(
     import pyarrow.compute as pc
 
     from nodewatch.flows.cli import UserError, console, get_store
+    from nodewatch.flows.cli._safe import safe
     from nodewatch.tasks.checkpoint.shapes import format_shapes_table, job_shapes, plot_shapes
 
     store = get_store()
@@ -61,11 +62,11 @@ def shapes(
         if t.num_rows == 0:
             raise UserError(f"no jobs of system {system!r} in {run}")
     df = job_shapes(t)
-    console.print(format_shapes_table(df, title=f"Job shapes — {run}" + (f" ({system})" if system else "")))
+    console.print(format_shapes_table(df, title=safe(f"Job shapes — {run}" + (f" ({system})" if system else ""))))
     out = png or store.report_dir("jobs") / f"shapes-{run}.png"
     out.parent.mkdir(parents=True, exist_ok=True)
     plot_shapes(df, out)
-    console.print(f"heat map: {out}")
+    console.print(f"heat map: {safe(out)}")
 
 
 def register(app: typer.Typer) -> None:

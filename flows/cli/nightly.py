@@ -33,6 +33,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the nightly flow for one day: ingest, validate, cubes, score, checkpoint tables, states, report."""
         from nodewatch.flows.cli import console, settings
+        from nodewatch.flows.cli._safe import safe
         from nodewatch.flows.nightly import PartialRunError, nightly
 
         try:
@@ -43,8 +44,8 @@ def register(app: typer.Typer) -> None:
 
             raise UserError(str(e)) from None
         sc = m["outputs"].get("score", {})
-        console.print(f"nightly {m['parameters']['day']}: {m['status']}; {sc.get('scored')} scored, "
-                      f"{sc.get('flagged')} flagged; report {m['outputs']['report']['report']}")
+        console.print(f"nightly {safe(m['parameters']['day'])}: {safe(m['status'])}; {safe(sc.get('scored'))} scored, "
+                      f"{safe(sc.get('flagged'))} flagged; report {safe(m['outputs']['report']['report'])}")
         ev = m["outputs"]["report"].get("evaluation")
         if ev:
             console.print(f"vs ground truth: node precision {ev['node_precision']}, node recall {ev['node_recall']}")
@@ -60,6 +61,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Re-run days start..end in parallel (cubes + scores); complete days are skipped unless --force."""
         from nodewatch.flows.cli import UserError, console, settings
+        from nodewatch.flows.cli._safe import safe
         from nodewatch.flows.nightly import PartialRunError, backfill
 
         s, e = _day(start, "--start"), _day(end, "--end")
@@ -70,5 +72,5 @@ def register(app: typer.Typer) -> None:
             m = backfill(start=s, end=e, force=force, inbox=inbox, store=settings().store, model_kind=model, workers=workers)
         except PartialRunError as err:
             raise UserError(str(err)) from None
-        console.print(f"backfill {s}..{e}: {m['status']}; scored {sorted(m['outputs'].get('days_scored', {}))}, "
-                      f"skipped {m['outputs'].get('days_skipped')}")
+        console.print(f"backfill {s}..{e}: {safe(m['status'])}; scored {safe(sorted(m['outputs'].get('days_scored', {})))}, "
+                      f"skipped {safe(m['outputs'].get('days_skipped'))}")

@@ -21,10 +21,11 @@ def list_runs(
     Unreadable manifests are skipped, each named in one line on stderr.
     """
     from nodewatch.flows.cli import console, err_console, get_store
+    from nodewatch.flows.cli._safe import cells, safe
     from nodewatch.tasks.core.runs import ManifestError, effective_status, load_manifest
 
     store = get_store()
-    t = Table(title=f"runs in {store.url}")
+    t = Table(title=f"runs in {safe(store.url)}")
     for col in ("run id", "flow", "status", "rows in", "staged", "quarantined", "duplicates", "seconds"):
         t.add_column(col, justify="right" if col not in ("run id", "flow", "status") else "left")
     ids = store.list_runs()
@@ -33,14 +34,14 @@ def list_runs(
         try:
             m = load_manifest(store, rid)
         except (ManifestError, FileNotFoundError) as e:
-            err_console.print(f"skipped {e}" if isinstance(e, ManifestError) else f"skipped runs/{rid}.json: gone",
-                              highlight=False, markup=False, soft_wrap=True)
+            err_console.print(safe(f"skipped {e}" if isinstance(e, ManifestError) else f"skipped runs/{rid}.json: gone"),
+                              highlight=False, soft_wrap=True)
             continue
         if flow and m.flow != flow:
             continue
         c = {k: sum(getattr(v, k) for v in m.counts.values()) for k in ("rows_in", "staged", "quarantined", "duplicates")}
         secs = (m.finished - m.started).total_seconds() if m.finished else float("nan")
-        t.add_row(rid, m.flow, effective_status(m), *(f"{c[k]:,}" for k in c), f"{secs:.1f}")
+        t.add_row(*cells(rid, m.flow, effective_status(m), *(f"{c[k]:,}" for k in c), f"{secs:.1f}"))
         shown += 1
         if shown >= last:
             break
@@ -54,6 +55,7 @@ def show_run(
 ) -> None:
     """Show one run manifest: parameters, inputs, counts per table, outputs, timings, errors."""
     from nodewatch.flows.cli import UserError, console, get_store
+    from nodewatch.flows.cli._safe import cells, safe
     from nodewatch.tasks.core.runs import ManifestError, effective_status, load_manifest, run_owner
 
     store = get_store()
@@ -70,35 +72,35 @@ def show_run(
         raise UserError(str(e)) from None
     status = m.status = effective_status(m)  # type: ignore[assignment]  # a dead "running" run shows "abandoned"
     if as_json:
-        console.print_json(json.dumps(m.model_dump(mode="json")))
+        console.print_json(json.dumps(m.model_dump(mode="json")), ensure_ascii=True)  # ESC, C1 -> \u001b, \u009b
         return
-    console.print(f"[bold]{m.run_id}[/bold]  flow={m.flow}  status={status}  code={m.code_version}")
+    console.print(f"[bold]{safe(m.run_id)}[/bold]  flow={safe(m.flow)}  status={safe(status)}  code={safe(m.code_version)}")
     owner = run_owner(m)
     if status == "abandoned":
-        console.print(f"abandoned: the run's process ({owner.describe() if owner else 'unknown'}) is gone; it was killed "
-                      "or crashed before it finished, its outputs may be incomplete", highlight=False)
+        console.print(f"abandoned: the run's process ({safe(owner.describe() if owner else 'unknown')}) is gone; it was "
+                      "killed or crashed before it finished, its outputs may be incomplete", highlight=False)
     elif status == "running" and owner is not None:
-        console.print(f"running in {owner.describe()}", highlight=False)
-    console.print(f"parameters: {json.dumps(m.parameters, default=str)}")
+        console.print(f"running in {safe(owner.describe())}", highlight=False)
+    console.print(f"parameters: {safe(json.dumps(m.parameters, default=str))}")
     t = Table(title="row counts")
     for col in ("table", "rows in", "staged", "quarantined", "duplicates", "balanced"):
         t.add_column(col)
     for name, c in m.counts.items():
-        t.add_row(name, f"{c.rows_in:,}", f"{c.staged:,}", f"{c.quarantined:,}", f"{c.duplicates:,}", str(c.balanced))
+        t.add_row(*cells(name, f"{c.rows_in:,}", f"{c.staged:,}", f"{c.quarantined:,}", f"{c.duplicates:,}", c.balanced))
     console.print(t)
     if m.inputs:
         ti = Table(title="inputs")
         for col in ("path", "sha256", "status", "rows in", "message"):
             ti.add_column(col)
         for i in m.inputs:
-            ti.add_row(i.path, i.sha256[:12], i.status, f"{i.counts.rows_in:,}", i.message or "")
+            ti.add_row(*cells(i.path, i.sha256[:12], i.status, f"{i.counts.rows_in:,}", i.message or ""))
         console.print(ti)
     for k, v in m.outputs.items():
-        console.print(f"output {k}: {v}")
+        console.print(f"output {safe(k)}: {safe(v)}")
     for k, v in m.timings.items():
-        console.print(f"timing {k}: {v:.2f} s")
+        console.print(f"timing {safe(k)}: {v:.2f} s")
     for e in m.errors:
-        console.print(f"[red]error[/red] {e}")
+        console.print(f"[red]error[/red] {safe(e)}")
 
 
 def register(app: typer.Typer) -> None:

@@ -22,6 +22,7 @@ def register(app: typer.Typer) -> None:
         import os
 
         from nodewatch.flows.cli import console, settings
+        from nodewatch.flows.cli._safe import safe
         from nodewatch.flows.deployments import serve_deployments
 
         api = os.environ.get("PREFECT_API_URL")
@@ -29,6 +30,6 @@ def register(app: typer.Typer) -> None:
             from prefect.settings import PREFECT_API_URL
 
             api = PREFECT_API_URL.value()
-        console.print(f"serving nightly/train/backfill to {api or 'an ephemeral API (set PREFECT_API_URL!)'}; "
-                      f"store {settings().store}")
+        console.print(f"serving nightly/train/backfill to {safe(api or 'an ephemeral API (set PREFECT_API_URL!)')}; "
+                      f"store {safe(settings().store)}")
         serve_deployments(store=settings().store, inbox=inbox, demo=demo, timezone=timezone, limit=limit, paused=paused)

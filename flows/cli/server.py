@@ -42,8 +42,8 @@ def register(app: typer.Typer) -> None:
         db = env.get("PREFECT_API_DATABASE_CONNECTION_URL")
         home = env.get("PREFECT_HOME", str(Path.home() / ".prefect"))
         console.print(f"Prefect server on http://{host}:{port} (UI), API http://{host}:{port}/api; database "
-                      f"{'Postgres/external: ' + db.split('@')[-1] if db else 'SQLite in ' + home}")
-        console.print(f"other shells: export PREFECT_API_URL=http://{host}:{port}/api")
+                      f"{'Postgres/external: ' + db.split('@')[-1] if db else 'SQLite in ' + home}", markup=False)
+        console.print(f"other shells: export PREFECT_API_URL=http://{host}:{port}/api", markup=False)
         try:
             raise SystemExit(subprocess.call(server_command(host, port), env=env))
         except KeyboardInterrupt:

@@ -66,6 +66,7 @@ def simulate_cmd(
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from nodewatch.flows.cli import UserError, console
+    from nodewatch.flows.cli._safe import safe
     from nodewatch.tasks.simulate.cluster import load_state, simulate
     from nodewatch.tasks.simulate.config import SimConfig
 
@@ -133,7 +134,7 @@ def simulate_cmd(
 
         res = simulate(cfg, out, todo, progress=cb)
     console.print(
-        f"wrote {len(todo)} day(s) to {out}: {int(res.get('values', 0)):,} telemetry values, "
+        f"wrote {len(todo)} day(s) to {safe(out)}: {int(res.get('values', 0)):,} telemetry values, "
         f"{int(res.get('syslog_lines', 0)) + int(res.get('controller_lines', 0)):,} syslog lines, "
         f"{int(res.get('jobs_ended', 0)):,} jobs ended, {res['seconds']:.1f} s"
     )
@@ -147,6 +148,7 @@ def plot_cmd(
 ) -> None:
     """Plot one node's week: jobs, metrics, anomalies, precursors and failures."""
     from nodewatch.flows.cli import UserError, console
+    from nodewatch.flows.cli._safe import safe
     from nodewatch.schemas.names import check_node_name
     from nodewatch.tasks.simulate.plot import plot_node_week
 
@@ -155,7 +157,7 @@ def plot_cmd(
     if not (out / "simulation.json").exists():
         raise UserError(f"{out}: not a simulated cluster (no simulation.json)")
     chosen = plot_node_week(out, png, node)
-    console.print(f"wrote {png} ({chosen})")
+    console.print(f"wrote {safe(png)} ({safe(chosen)})")
 
 
 def register(app: typer.Typer) -> None:

@@ -89,6 +89,7 @@ def build(
 ) -> None:
     """Derive node states from staged syslog/jobs/reservations/topology; write node_states, failure_events, state cube."""
     from nodewatch.flows.cli import console, settings
+    from nodewatch.flows.cli._safe import safe
 
     s, e = _day(start), _day(end)
     store = settings().store
@@ -101,12 +102,12 @@ def build(
 
         m = _wrap(lambda: states_build(s, e, store, rebuild_cube))
     console.print(
-        f"run {m['run_id']} {m['status']}: {m['outputs']['nodes']} nodes, "
+        f"run {safe(m['run_id'])} {safe(m['status'])}: {m['outputs']['nodes']} nodes, "
         f"{m['counts']['node_states']['staged']:,} node_states rows, "
-        f"{m['counts']['failure_events']['staged']:,} failure events, cube {m['outputs']['cube']}"
+        f"{m['counts']['failure_events']['staged']:,} failure events, cube {safe(m['outputs']['cube'])}"
     )
     for k, v in m["notes"].get("evidence_counts", {}).items():
-        console.print(f"  {k}: {v:,}")
+        console.print(f"  {safe(k)}: {v:,}")
 
 
 @states_app.command("show")
@@ -127,6 +128,8 @@ def show(
     from rich.text import Text
 
     from nodewatch.flows.cli import UserError, console, get_store
+    from nodewatch.flows.cli._safe import safe
+    from nodewatch.flows.cli._safe import text as safe_text
     from nodewatch.schemas.names import check_node_name
     from nodewatch.tasks.states.common import day_range
 
@@ -161,12 +164,13 @@ def show(
             rows[-1][1] = b
         else:
             rows.append([a, b, n, x])
-    tab = Table(title=f"{node} {fmt_range(lo, hi)} ({'w/o' if no_overlay else 'w/'} overlay)")
+    tab = Table(title=f"{safe(node)} {fmt_range(lo, hi)} ({'w/o' if no_overlay else 'w/'} overlay)")
     for c in ("start (UTC)", "end (UTC)", "duration", "state", "evidence"):
         tab.add_column(c)
 
     for a, b, n, x in rows:
-        tab.add_row(fmt(a), fmt(b), str(timedelta(seconds=int((b - a) // 10**9))), Text(n, style=_COLORS[n]), x)
+        tab.add_row(fmt(a), fmt(b), str(timedelta(seconds=int((b - a) // 10**9))), safe_text(n, _COLORS.get(n, "")),
+                    safe_text(x))
     console.print(tab)
     day_ns = 86400 * 10**9
     for d in days:
@@ -176,7 +180,7 @@ def show(
         line = Text(f"{d} ")
         for i, p in zip(k, pts, strict=True):
             n = names[i] if i >= 0 and en[i] > p else None
-            line.append(_CHARS.get(n, " ") if n else " ", style=_COLORS.get(n, "") if n else "")
+            line.append(_CHARS.get(n, "?") if n else " ", style=_COLORS.get(n, "") if n else "")
         console.print(line)
     console.print("legend: " + " ".join(f"{c}={n}" for n, c in _CHARS.items()))
 
@@ -190,6 +194,7 @@ def report(
 ) -> None:
     """Analytics: Table II, transitions, Table III, Gaussian anomalies, rack under-use, correlated failures (tables + PNGs)."""
     from nodewatch.flows.cli import console, get_store, settings
+    from nodewatch.flows.cli._safe import safe
     from nodewatch.tasks.states.report import markdown_table
 
     s, e = _day(start), _day(end)
@@ -206,10 +211,10 @@ def report(
 
     for name, paths in m["outputs"].items():
         if isinstance(paths, dict) and "csv" in paths and name != "node_percent":
-            console.print(f"[bold]{name}[/bold]  {paths.get('png', '')}")
+            console.print(f"[bold]{safe(name)}[/bold]  {safe(paths.get('png', ''))}")
             with get_store().fs.open(paths["csv"], "rb") as f:
-                console.print(markdown_table(pd.read_csv(f).head(15)), highlight=False)
-    console.print(f"report: {m['outputs']['report']}")
+                console.print(safe(markdown_table(pd.read_csv(f).head(15), escape=False), multiline=True), highlight=False)
+    console.print(f"report: {safe(m['outputs']['report'])}")
 
 
 def register(app: typer.Typer) -> None:

@@ -81,11 +81,13 @@ def train_command(
                 raise UserError(str(err)) from None
     finally:
         T.progress_hooks.remove(hook)
-    console.print(f"run {out['run_id']} ({out['kind']}): {out['trained']} nodes trained, {len(out['failed'])} failed; "
-                  f"registry {out['registry']}; CURRENT moved: {out['current_moved']}")
+    from nodewatch.flows.cli._safe import safe
+
+    console.print(safe(f"run {out['run_id']} ({out['kind']}): {out['trained']} nodes trained, {len(out['failed'])} failed; "
+                       f"registry {out['registry']}; CURRENT moved: {out['current_moved']}"))
     for n, f in list(out["failed"].items())[:20]:
-        console.print(f"  failed {n}: {f['reason']} (kept model: {f['kept_model_from'] or 'none'})", highlight=False)
-    console.print(out["table"], markup=False, highlight=False)
+        console.print(safe(f"  failed {n}: {f['reason']} (kept model: {f['kept_model_from'] or 'none'})"), highlight=False)
+    console.print(safe(out["table"], multiline=True), highlight=False)
 
 
 def register(app: typer.Typer) -> None:

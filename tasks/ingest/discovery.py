@@ -10,6 +10,11 @@ Whatever they contain, discovery never lets the service read outside the given p
 * only regular files are taken: FIFOs, sockets and devices are refused (a FIFO would block a
   reader forever), and so is anything under ``/proc``, ``/sys`` or ``/dev``.
 
+The store itself is never input: directories passed as ``exclude`` (the local store root, see
+:func:`store_exclusions`) are not walked — entries under them are refused with the reason
+``inside the store`` — so ``nodewatch ingest syslog .`` run where the store lives under ``.`` does not
+read its own ``runs/*.json`` or ``raw/`` copies.
+
 A refused entry found inside a directory or glob is skipped and reported (:class:`Refused`); a
 refused *argument* (a path named explicitly) is an :class:`~nodewatch.tasks.ingest.inputs.InputError`.
 Readers then open files with :func:`nodewatch.tasks.core.files.open_regular` (``O_NOFOLLOW``, checked
@@ -113,8 +118,23 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
     return re.compile(out + r"\Z")
 
 
-def _walk(base: str, refused: list[Refused], max_depth: int | None = None) -> Iterator[str]:
-    """Every entry below ``base`` that is not a directory, without following directory links."""
+STORE_REASON = "inside the store (the store is never read as input)"
+
+
+def store_exclusions(url: str) -> list[str]:
+    """``[real path of the store root]`` for a local store URL (what :func:`discover_inputs` must not read), else ``[]``."""
+    import fsspec
+
+    try:
+        fs, root = fsspec.core.url_to_fs(url)
+    except (ValueError, ImportError):
+        return []
+    proto = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    return [os.path.realpath(root)] if proto in ("file", "local") else []
+
+
+def _walk(base: str, refused: list[Refused], max_depth: int | None = None, exclude: tuple[str, ...] = ()) -> Iterator[str]:
+    """Every entry below ``base`` that is not a directory, without following directory links or entering ``exclude``."""
     base_depth = base.rstrip("/").count("/")
 
     def onerror(e: OSError) -> None:
@@ -126,6 +146,8 @@ def _walk(base: str, refused: list[Refused], max_depth: int | None = None) -> It
             full = os.path.join(dirpath, d)
             if os.path.islink(full):
                 refused.append(Refused(full, "symbolic link to a directory (not walked)"))
+            elif exclude and any(under(os.path.realpath(full), x) for x in exclude):
+                refused.append(Refused(full, STORE_REASON))
             else:
                 keep.append(d)
         depth = dirpath.rstrip("/").count("/") - base_depth
@@ -134,7 +156,7 @@ def _walk(base: str, refused: list[Refused], max_depth: int | None = None) -> It
             yield os.path.join(dirpath, f)
 
 
-def _glob(pattern: str, refused: list[Refused]) -> tuple[str, list[str]]:
+def _glob(pattern: str, refused: list[Refused], exclude: tuple[str, ...] = ()) -> tuple[str, list[str]]:
     """``(base directory, matching entries)`` of a glob pattern, found by a walk that follows no link."""
     parts = pattern.split("/")
     k = next(i for i, c in enumerate(parts) if _MAGIC.search(c))
@@ -146,20 +168,25 @@ def _glob(pattern: str, refused: list[Refused]) -> tuple[str, list[str]]:
     depth = None if "**" in rest else len(rest)
     strip = "./" if not parts[:k] else ""
     matches = []
-    for entry in _walk(base, refused, depth):
+    for entry in _walk(base, refused, depth, exclude):
         name = entry[len(strip):] if strip and entry.startswith(strip) else entry
         if rx.match(name):
             matches.append(entry)
     return os.path.realpath(base), matches
 
 
-def discover_inputs(paths: Iterable[str | os.PathLike[str]], follow_symlinks: bool = False) -> Discovery:
+def discover_inputs(
+    paths: Iterable[str | os.PathLike[str]], follow_symlinks: bool = False, exclude: Iterable[str] = ()
+) -> Discovery:
     """Expand files, directories (recursively) and globs into regular files to read, refusing the rest.
 
-    Hidden files (``.name``) found in directories and globs are skipped. Raises :class:`InputError`
-    naming an argument that matches nothing, holds no readable file, or is itself refused.
+    Hidden files (``.name``) found in directories and globs are skipped. ``exclude``: directories never
+    read (the store root, :func:`store_exclusions`); their entries are refused with :data:`STORE_REASON`.
+    Raises :class:`InputError` naming an argument that matches nothing, holds no readable file, or is
+    itself refused (an argument inside the store included).
     """
     args = [os.fspath(p) for p in paths]
+    skip = tuple(os.path.realpath(x) for x in exclude)
     roots = []
     for a in args:
         if _MAGIC.search(a):
@@ -176,14 +203,18 @@ def discover_inputs(paths: Iterable[str | os.PathLike[str]], follow_symlinks: bo
         if _MAGIC.search(a) or os.path.isdir(a):
             found: list[Refused] = []
             if _MAGIC.search(a):
-                _, entries = _glob(a, found)
+                _, entries = _glob(a, found, skip)
                 what = "glob matches no file"
             else:
-                entries = [e for e in _walk(a, found) if not os.path.basename(e).startswith(".")]
+                if skip and any(under(os.path.realpath(a), x) for x in skip):
+                    raise InputError(f"{a}: {STORE_REASON}")
+                entries = [e for e in _walk(a, found, exclude=skip) if not os.path.basename(e).startswith(".")]
                 what = "directory holds no file"
             taken = []
             for e in entries:
                 reason, real = refusal(e, roots, follow_symlinks)
+                if reason is None and skip and any(under(real, x) for x in skip):
+                    reason = STORE_REASON
                 if reason is None:
                     taken.append(real)
                 else:
@@ -195,6 +226,8 @@ def discover_inputs(paths: Iterable[str | os.PathLike[str]], follow_symlinks: bo
             files += taken
         elif os.path.lexists(a):
             reason, real = refusal(a, roots, follow_symlinks)
+            if reason is None and skip and any(under(os.path.realpath(real), x) for x in skip):
+                reason = STORE_REASON
             if reason is not None:
                 raise InputError(f"{a}: {reason}")
             files.append(real)

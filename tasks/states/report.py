@@ -18,6 +18,8 @@ import pyarrow.compute as pc
 
 from nodewatch.models.states import analytics as sa
 from nodewatch.schemas.states import STATE_NAMES
+from nodewatch.tasks.core.escape import md as esc
+from nodewatch.tasks.core.escape import md_code, plot_label
 from nodewatch.tasks.states.common import StatesError, day_range
 
 DAY_NS = 86400 * 10**9
@@ -110,14 +112,22 @@ def correlated_failure_events(fe: pd.DataFrame) -> pd.DataFrame:
     return failure_events_for_fits(fe)[0]
 
 
-def markdown_table(df: pd.DataFrame) -> str:
-    """A GitHub markdown table of a DataFrame (no optional dependency)."""
+def markdown_table(df: pd.DataFrame, escape: bool = True) -> str:
+    """A GitHub markdown table of a DataFrame (no optional dependency).
+
+    Every header and cell goes through :func:`nodewatch.tasks.core.escape.md` (values such as node or
+    reservation names come from input data: no HTML, link, emphasis or ``|`` survives); ``escape=False``
+    gives the plain text, for a terminal that escapes it its own way.
+    """
+    from nodewatch.tasks.core.escape import strip_control
+
     if df.empty:
         return "(none)"
-    cols = [str(c) for c in df.columns]
+    e = esc if escape else strip_control
+    cols = [e(c) for c in df.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for row in df.itertuples(index=False):
-        lines.append("| " + " | ".join("" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v) for v in row) + " |")
+        lines.append("| " + " | ".join("" if v is None or (isinstance(v, float) and np.isnan(v)) else e(v) for v in row) + " |")
     return "\n".join(lines)
 
 
@@ -143,7 +153,7 @@ def _node_boxplots(pn_off: np.ndarray, pn_on: np.ndarray, nodes: list[str]) -> b
             q1, q3 = np.percentile(d, [25, 75])
             i = int(np.argmax(d))
             if d[i] > q3 + 1.5 * (q3 - q1) and d[i] > 0:
-                ax.annotate(nodes[i], (k, d[i]), xytext=(4, 0), textcoords="offset points", fontsize=7)
+                ax.annotate(plot_label(nodes[i]), (k, d[i]), xytext=(4, 0), textcoords="offset points", fontsize=7)
         ax.set_title(name, fontsize=9)
         ax.tick_params(labelsize=7)
     axs[0, 0].set_ylabel("% of time per node")
@@ -200,7 +210,7 @@ def build_report(
         rack_tabs.append(pd.DataFrame(pr.round(3), columns=STATE_NAMES).assign(rack=rack_names, nodes=rack_nodes, overlay=label))
         bottom = np.zeros(len(rack_names))
         for j, s in enumerate(STATE_NAMES):
-            ax.bar(rack_names, pr[:, j], bottom=bottom, label=s)
+            ax.bar([plot_label(r) for r in rack_names], pr[:, j], bottom=bottom, label=s)
             bottom += np.nan_to_num(pr[:, j])
         ax.set_title(f"State mix per rack ({label} overlay)")
         ax.tick_params(axis="x", rotation=60, labelsize=7)
@@ -290,7 +300,7 @@ def build_report(
     fig, ax = _fig(10, 4.5)
     ax.boxplot([pn[:, j] for j in range(8)], tick_labels=STATE_NAMES)
     for i in an.anomalous:
-        ax.scatter(np.arange(1, 9), pn[i], marker="x", s=25, label=nodes[i])
+        ax.scatter(np.arange(1, 9), pn[i], marker="x", s=25, label=plot_label(nodes[i]))
     ax.set_ylabel("% of time (per node)")
     ax.set_title(f"Per-node state percentages; anomalous nodes (p < 1e{an.log10_eps:.0f}) marked (Sec. III-A)")
     ax.tick_params(axis="x", rotation=30, labelsize=7)
@@ -328,7 +338,7 @@ def build_report(
     fig, ax = _fig()
     flagged = sorted({g for g, *_ in uu.flagged})
     for g in flagged:
-        ax.plot(days, 100 * rd[g], label=f"rack {rack_names[g]}")
+        ax.plot(days, 100 * rd[g], label=f"rack {plot_label(rack_names[g])}")
     others = [g for g in range(len(rack_names)) if g not in flagged]
     if others:
         ax.plot(days, 100 * np.nanmean(rd[others], axis=0), "k--", label="mean of other racks")
@@ -368,7 +378,7 @@ def build_report(
         ax.scatter(pd.to_datetime(fe["start"].to_numpy(np.int64), utc=True), fr, s=8)
         for e in ev:
             ax.axvline(pd.Timestamp(e.start, tz="UTC"), color="r", alpha=0.4)
-    ax.set_yticks(range(len(rack_names)), rack_names, fontsize=6)
+    ax.set_yticks(range(len(rack_names)), [plot_label(r) for r in rack_names], fontsize=6)
     ax.set_title("Failure starts by rack; red = correlated failure (Sec. III-E)")
     items.append(ReportItem("correlated_failures", "Correlated failures (Sec. III-E)", t_cf, _png(fig)))
     items.append(ReportItem("node_percent", "Percent of time per state per node, without and with the overlay", t_node, node_png))
@@ -378,11 +388,11 @@ def build_report(
 def write_report(store, items: list[ReportItem], run_id: str) -> str:  # noqa: ANN001
     """Write every table (CSV + markdown) and PNG plus an index ``report.md`` under ``reports/states/<run_id>/``."""
     base = f"reports/states/{run_id}"
-    md = [f"# SaNSA node-state report {run_id}", ""]
+    md = [f"# SaNSA node-state report {md_code(run_id)}", ""]
     for it in items:
         it.paths["csv"] = store.write_bytes(it.table.to_csv(index=False).encode(), base, f"{it.name}.csv")
         it.paths["md"] = store.write_bytes(markdown_table(it.table).encode(), base, f"{it.name}.md")
-        md += [f"## {it.title}", ""]
+        md += [f"## {esc(it.title)}", ""]
         if it.png:
             it.paths["png"] = store.write_bytes(it.png, base, f"{it.name}.png")
             md += [f"![{it.name}]({it.name}.png)", ""]
