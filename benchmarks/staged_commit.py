@@ -91,7 +91,7 @@ def bench_delta(root: Path, data: dict[tuple[int, int], pa.Table], days: int, ru
     n_all = DeltaTable(uri).to_pyarrow_table().num_rows
     r_all = time.perf_counter() - t0
     t0 = time.perf_counter()
-    n_day = DeltaTable(uri).to_pyarrow_table(partitions=[("date", "=", "2026-01-02")]).num_rows
+    n_day = DeltaTable(uri).to_pyarrow_table(filters=[("date", "=", "2026-01-02")]).num_rows
     r_day = time.perf_counter() - t0
     size, files = du(root)
     return {"write_s": w, "read_all_s": r_all, "read_day_s": r_day, "rows": n_all, "rows_day": n_day, "bytes": size,
