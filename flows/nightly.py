@@ -41,6 +41,7 @@ from nodewatch.tasks.anomaly.score import (
     day_scored,
     telemetry_fingerprint,
 )
+from nodewatch.tasks.core.escape import md_records
 from nodewatch.tasks.core.runs import RunRecorder, code_version
 from nodewatch.tasks.core.settings import load_settings
 from nodewatch.tasks.core.store import Store
@@ -79,24 +80,41 @@ def prepare_scores_task(store: str) -> None:
     ensure_scores_cube(Store(store))
 
 
-def _score_cache_key(ctx: TaskRunContext, params: dict[str, Any]) -> str:
+def _score_cache_key(ctx: TaskRunContext | None, params: dict[str, Any]) -> str:
     js: tuple[ScoreJob, ...] = params["jobs"]
     j = js[0]
     ids = "-".join(f"{x.batch:04d}" for x in js)
     return f"score-{j.day}-b{ids}-{code_version()}-{j.kind}-{j.model_run}-{params['fingerprint']}"
 
 
-@task(name="score-batches", task_run_name="score-{name}", cache_key_fn=_score_cache_key,
-      cache_expiration=timedelta(days=30), retries=1, retry_delay_seconds=5)
-def score_task(jobs: tuple[ScoreJob, ...], fingerprint: str | None, name: str) -> list[dict[str, Any]]:
+SCORE_CACHE_AGE = timedelta(days=30)
+
+
+# No Prefect result persistence (persist_result=False, NO_CACHE): Prefect reads a persisted result with
+# the serializer named in the file, so a replaced file could run code (pickle). The resume cache is
+# JSON in the store instead (nodewatch.tasks.core.result_cache): data only, never code.
+@task(name="score-batches", task_run_name="score-{name}", cache_policy=NO_CACHE, persist_result=False,
+      retries=1, retry_delay_seconds=5)
+def score_task(jobs: tuple[ScoreJob, ...], fingerprint: str | None, name: str, refresh: bool = False) -> list[dict[str, Any]]:
     """Score a group of (day, node batch) regions; raises :class:`PartialScoringError` if any failed.
 
     A group with a failed batch is a failed task (never cached as done), carrying the outputs of
-    the batches it did score; each failure names its batch's nodes.
+    the batches it did score; each failure names its batch's nodes. A group scored before with the same
+    (day, batches, code version, model run, telemetry fingerprint) returns its cached outputs unless
+    ``refresh``.
     """
     from nodewatch.tasks.anomaly.score import score_regions
+    from nodewatch.tasks.core.result_cache import load_result, save_result
 
-    return score_regions(jobs)
+    st = Store(jobs[0].store_url)
+    key = _score_cache_key(None, {"jobs": jobs, "fingerprint": fingerprint})
+    if not refresh:
+        hit = load_result(st, key, SCORE_CACHE_AGE)
+        if hit is not None:
+            return hit
+    out = score_regions(jobs)
+    save_result(st, key, out)
+    return out
 
 
 SCORE_TASKS_PER_WORKER = 2
@@ -198,8 +216,8 @@ def _score_days(st: Store, days: list[date], kind: str, model_run: str, force: b
     with runner:
         for d, groups in jobs.items():
             fp = f"{telemetry_fingerprint(st, d)}-{cube_id}"
-            opts = score_task.with_options(refresh_cache=True) if force else score_task
-            futures[d] = [(g, runner.submit(opts, {"jobs": g, "fingerprint": fp, "name": _group_name(g)})) for g in groups]
+            futures[d] = [(g, runner.submit(score_task, {"jobs": g, "fingerprint": fp, "name": _group_name(g), "refresh": force}))
+                          for g in groups]
         out: dict[date, dict[str, Any]] = {}
         for d, fs in futures.items():
             results, failures = [], []
@@ -251,7 +269,7 @@ def _report(st: Store, day: date, score: dict[str, Any], steps: dict[str, Any], 
     rows = alerts.head(200).assign(
         first_time=lambda d: d["first_time"].astype(str), peak_time=lambda d: d["peak_time"].astype(str),
         top_metrics=lambda d: d["top_metrics"].map(", ".join), day=lambda d: d["day"].astype(str))
-    create_table_artifact(rows.to_dict("records") or [{"node": "none flagged"}], key=f"{key}-alerts",
+    create_table_artifact(md_records(rows.to_dict("records")) or [{"node": "none flagged"}], key=f"{key}-alerts",
                           description=f"alerts {day}: {len(alerts)} node(s) flagged")
     heat = score.get("heatmap")
     if heat:
