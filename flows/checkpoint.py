@@ -18,6 +18,7 @@ from nodewatch.flows.prefect_env import artifact_key
 from nodewatch.models.checkpoint.failures import FailureModel
 from nodewatch.tasks.checkpoint.compute import CkptCost
 from nodewatch.tasks.checkpoint.tables import AREA, run_checkpoint_tables
+from nodewatch.tasks.core.escape import md_records
 from nodewatch.tasks.core.settings import load_settings
 from nodewatch.tasks.core.store import Store
 
@@ -132,7 +133,7 @@ def checkpoint_tables(
         restart_h=restart_h,
     )
     create_table_artifact(
-        m["notes"]["summary"],
+        md_records(m["notes"]["summary"]),
         key=artifact_key("checkpoint-tables-summary"),
         description=f"checkpoint tables run {m['run_id']}: savings of aware vs Daly/Young",
     )

@@ -18,6 +18,7 @@ from prefect.cache_policies import NO_CACHE
 
 from nodewatch.flows.prefect_env import artifact_key
 from nodewatch.schemas.manifest import RowCounts
+from nodewatch.tasks.core.escape import md, md_code, md_records
 from nodewatch.tasks.core.runs import RunRecorder
 from nodewatch.tasks.core.settings import load_settings
 from nodewatch.tasks.core.store import Store
@@ -60,14 +61,14 @@ def states_build(start: date, end: date, store: str | None = None, rebuild_cube:
     m = _derive(start, end, store, rebuild_cube)
     counts = m["notes"].get("evidence_counts", {})
     create_table_artifact(
-        [{"count": k, "value": v} for k, v in counts.items()],
+        md_records([{"count": k, "value": v} for k, v in counts.items()]),
         key=artifact_key("states-evidence", str(start), str(end)),
         description=f"states_build {start}..{end}: evidence and ignored-input counts, run {m['run_id']}",
     )
     create_markdown_artifact(
-        f"# states_build {start}..{end}\n\nrun `{m['run_id']}`: {m['outputs']['nodes']} nodes, "
+        f"# states_build {start}..{end}\n\nrun {md_code(m['run_id'])}: {m['outputs']['nodes']} nodes, "
         f"{m['counts']['node_states']['staged']} node_states rows, {m['counts']['failure_events']['staged']} failure events; "
-        f"cube `{m['outputs']['cube']}`.",
+        f"cube {md_code(m['outputs']['cube'])}.",
         key=artifact_key("states-build", str(start), str(end)),
     )
     return m
@@ -104,14 +105,15 @@ def states_report(start: date, end: date, store: str | None = None, target_anoma
         key = artifact_key("states", it.name)
         if len(it.table):
             create_table_artifact(
-                it.table.astype(object).where(it.table.notna(), None).to_dict("records"), key=key, description=it.title
+                md_records(it.table.astype(object).where(it.table.notna(), None).to_dict("records")), key=key,
+                description=it.title,
             )
         else:
-            create_markdown_artifact(f"**{it.title}**: none found", key=key, description=it.title)
+            create_markdown_artifact(f"**{md(it.title)}**: none found", key=key, description=it.title)
         if "png" in it.paths:
             create_link_artifact(f"file://{it.paths['png']}", link_text=f"{it.name}.png", key=f"{key}-png", description=it.title)
     create_markdown_artifact(
-        "\n\n".join(f"## {it.title}\n\n{markdown_table(it.table.head(20))}" for it in items[:-1]),
+        "\n\n".join(f"## {md(it.title)}\n\n{markdown_table(it.table.head(20))}" for it in items[:-1]),
         key=artifact_key("states-report"),
         description=f"states_report run {m['run_id']}",
     )

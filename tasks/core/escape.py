@@ -66,3 +66,12 @@ def html_text(value: Any) -> str:
 def plot_label(value: Any) -> str:
     """A value as a literal matplotlib label: control characters removed, ``$`` escaped (no mathtext parse, no crash)."""
     return strip_control(value).replace("$", r"\$")
+
+
+def md_records(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows for a Prefect table artifact: string keys and values through :func:`md`, other values unchanged.
+
+    Prefect's UI renders a table cell that looks like Markdown with its Markdown renderer (raw HTML
+    allowed), so a string cell is escaped exactly like Markdown text.
+    """
+    return [{md(k): (md(v) if isinstance(v, str) else v) for k, v in r.items()} for r in rows]
