@@ -21,15 +21,17 @@ from nodewatch.schemas.cubes import CUBE_KINDS, check_step
 from nodewatch.tasks.core.runs import RunRecorder
 from nodewatch.tasks.core.settings import load_settings
 from nodewatch.tasks.core.store import Store
-from nodewatch.tasks.cubes.build import build_days, dask_client, day_complete, days_between
+from nodewatch.tasks.cubes.build import DEFAULT_MAX_NODES, build_days, dask_client, day_complete, days_between
 
 
 @task(retries=1, retry_delay_seconds=[5], task_run_name="build-{kind}-cube", cache_policy=NO_CACHE)
 def build_kind(
-    store: Store, kind: str, days: list[date], client: Any, step: str, node_batch: int, epoch: date | None, run_id: str
+    store: Store, kind: str, days: list[date], client: Any, step: str, node_batch: int, epoch: date | None, run_id: str,
+    max_nodes: int = DEFAULT_MAX_NODES,
 ) -> list[dict[str, Any]]:
     """Build ``days`` of cube ``kind`` (idempotent, so a retry is safe)."""
-    res = build_days(store, kind, days, client, step=step, node_batch=node_batch, epoch=epoch, run_id=run_id)
+    res = build_days(store, kind, days, client, step=step, node_batch=node_batch, epoch=epoch, run_id=run_id,
+                     max_nodes=max_nodes)
     return [
         {
             "cube": kind,
@@ -53,8 +55,14 @@ def run_build(
     epoch: date | None = None,
     force: bool = False,
     processes: bool = False,
+    days: list[date] | None = None,
+    dashboard: str | None = None,
 ) -> dict[str, Any]:
-    """Body of :func:`build_cubes` (usable without Prefect); returns the run manifest as a dict."""
+    """Body of :func:`build_cubes` (usable without Prefect); returns the run manifest as a dict.
+
+    ``days`` (within ``start..end``) restricts the build to those days, built whatever their markers say
+    (the repair of damaged days); ``dashboard`` serves the LocalCluster's dashboard there (default: none).
+    """
     settings = load_settings(store=store, dask_address=dask_address, step=step)
     check_step(settings.step)
     st = Store(settings.store)
@@ -71,16 +79,19 @@ def run_build(
     rec.write()
     rows: list[dict[str, Any]] = []
     try:
-        all_days = days_between(start, end)
+        all_days = days_between(start, end) if days is None else sorted(set(days))
+        force = force or days is not None
         with ExitStack() as stack:
             with rec.step("dask_start"):
-                client = stack.enter_context(dask_client(settings.dask_address, settings.dask_workers, processes=processes))
+                client = stack.enter_context(dask_client(settings.dask_address, settings.dask_workers, processes=processes,
+                                                               dashboard=dashboard))
             for kind in kinds:
                 todo = all_days if force else [d for d in all_days if not day_complete(st, d, kind)]
                 rows += [{"cube": kind, "day": d.isoformat(), "status": "up-to-date"} for d in all_days if d not in todo]
                 if todo:
                     with rec.step(f"build_{kind}"):
-                        rows += build_kind(st, kind, todo, client, settings.step, settings.node_batch, epoch, rec.run_id)
+                        rows += build_kind(st, kind, todo, client, settings.step, settings.node_batch, epoch, rec.run_id,
+                                           getattr(settings, "max_cube_nodes", DEFAULT_MAX_NODES))
                 rec.add_output(f"{kind}_cube", st.url_of("cubes", f"{kind}.zarr"))
     except BaseException as e:
         rec.error(f"{type(e).__name__}: {e}")
@@ -103,9 +114,11 @@ def build_cubes(
     epoch: date | None = None,
     force: bool = False,
     processes: bool = False,
+    dashboard: str | None = None,
 ) -> dict[str, Any]:
     """Aggregate staged telemetry and syslog of ``start``..``end`` (inclusive) into the Zarr cubes."""
-    manifest = run_build(start, end, store, tuple(kinds or CUBE_KINDS), dask_address, step, epoch, force, processes)
+    manifest = run_build(start, end, store, tuple(kinds or CUBE_KINDS), dask_address, step, epoch, force, processes,
+                         dashboard=dashboard)
     days = manifest["outputs"].get("days", [])
     if days:
         create_table_artifact(

@@ -240,6 +240,16 @@ def _score_days(st: Store, days: list[date], kind: str, model_run: str, force: b
             for fail in failures:
                 logger.error(fail["error"])
                 rec.error(fail["error"])
+            if failures and not results:  # nothing scored: publish nothing, the day's previous scores stay
+                msg = (f"scoring {d.isoformat()}: all {len(failures)} node batch(es) failed; nothing published, "
+                       "the previously published scores and summary of the day are kept")
+                logger.error(msg)
+                rec.error(msg)
+                nodes = sorted(n for f in failures for n in f["nodes"])
+                out[d] = {"day": d.isoformat(), "published": False, "scored": 0, "flagged": 0, "no_model": [],
+                          "no_data": [], "failed_nodes": nodes, "failed_batches": sorted(f["batch"] for f in failures),
+                          "error": msg}
+                continue
             # quote(): the summary rows (one dict per node) need no walk for upstream futures; Prefect's
             # parameter introspection of ~1000 dicts would cost more than writing them
             out[d] = finish_day_task(st.url, d, kind, model_run, quote(results), quote(failures), rec.run_id)
@@ -339,7 +349,8 @@ def nightly(day: date | None = None, demo: bool = False, inbox: str | None = Non
                 steps["score"] = {"status": "up-to-date", "details": f"already scored with {model_run}"}
             else:
                 score = _score_days(st, [day], model_kind, model_run, force, rec, workers)[day]
-                steps["score"] = {"status": "done" if not score["failed_batches"] else "PARTIAL",
+                steps["score"] = {"status": "FAILED" if not score.get("published", True) else
+                                  "done" if not score["failed_batches"] else "PARTIAL",
                                   "details": f"{score['scored']} scored, {len(score['no_model'])} without model, "
                                              f"{score['flagged']} flagged"}
         failed_nodes = score.get("failed_nodes", [])
@@ -369,7 +380,8 @@ def nightly(day: date | None = None, demo: bool = False, inbox: str | None = Non
                     rec.error(f"checkpoint tables: {type(e).__name__}: {e}")
                     steps["checkpoint_tables"] = {"status": "FAILED", "details": str(e)[:200]}
         with rec.step("report"):
-            rep = _report(st, day, score, steps, truth, ck)
+            rep = (_report(st, day, score, steps, truth, ck) if score.get("published", True)
+                   else {"flagged": 0, "report": None, "skipped": score.get("error")})
         rec.add_output("report", rep)
     except BaseException as e:
         rec.error(f"{type(e).__name__}: {e}")
@@ -421,7 +433,7 @@ def backfill(start: date, end: date, force: bool = False, inbox: str | None = No
                     rec.error(f"states: {type(e).__name__}: {e}")
         with rec.step("report"):
             reports = {d.isoformat(): _report(st, d, s, {"backfill": {"status": "done", "details": f"run {rec.run_id}"}},
-                                              truth, None)["report"] for d, s in scored.items()}
+                                              truth, None)["report"] for d, s in scored.items() if s.get("published", True)}
         rec.add_output("reports", reports)
     except BaseException as e:
         rec.error(f"{type(e).__name__}: {e}")

@@ -39,7 +39,10 @@ def store_of(store: str | os.PathLike[str] | Store | None = None) -> Store:
 
 
 def open_cube(name: str, store: str | os.PathLike[str] | Store | None = None) -> xr.Dataset:
-    """Open one published cube lazily as an ``xarray.Dataset``.
+    """Open one published cube lazily as an ``xarray.Dataset`` (its latest committed snapshot).
+
+    Cubes are Icechunk repositories: a day being written is invisible until its commit, so the dataset
+    holds every day either as previously published or as newly published, never partly rewritten.
 
     ``name`` is one of :data:`CUBES` (``telemetry``: dims node × time × metric × stat; ``syslog``;
     ``scores``: per-node anomaly scores; ``state``: SaNSA node × minute states). Select by label, e.g.
@@ -56,15 +59,13 @@ def open_cube(name: str, store: str | os.PathLike[str] | Store | None = None) ->
         from nodewatch.tasks.cubes import open_syslog_cube, open_telemetry_cube
 
         return open_telemetry_cube(st) if name == "telemetry" else open_syslog_cube(st)
-    if not st.exists("cubes", key, "zarr.json"):
+    from nodewatch.tasks.cubes import repo
+
+    try:
+        return repo.open_dataset(st, key)
+    except FileNotFoundError:
         how = "nodewatch nightly" if name == "scores" else "nodewatch states build"
-        raise FileNotFoundError(f"no cube {st.url_of('cubes', key)}: run `{how}` first")
-    import xarray as xr
-
-    from nodewatch.tasks.cubes.writer import quiet_consolidated
-
-    with quiet_consolidated():
-        return xr.open_zarr(st.url_of("cubes", key), zarr_format=3)
+        raise FileNotFoundError(f"no cube {st.url_of('cubes', key)}: run `{how}` first") from None
 
 
 def read_table(

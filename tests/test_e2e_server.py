@@ -179,8 +179,8 @@ def test_nightly_run_through_the_api(env):
     assert {"ingest", "validate", "cubes", "score", "checkpoint_tables", "report"} <= set(m["outputs"])
     assert m["outputs"]["validate"]["balanced"] and m["outputs"]["score"]["scored"] == 8
     assert "node_precision" in m["outputs"]["report"]["evaluation"]
-    assert (env["store"] / "scores" / "daily" / f"date={day}" / "summary.parquet").is_file()
-    assert (env["store"] / "scores" / "daily" / f"date={day}" / "heatmap.png").read_bytes()[:4] == b"\x89PNG"
+    assert Path(m["outputs"]["score"]["summary"]).is_file()  # scores/daily/date=D/v-<token>/ (the committed version)
+    assert Path(m["outputs"]["score"]["heatmap"]).read_bytes()[:4] == b"\x89PNG"
 
 
 def test_backfill_and_idempotent_rerun(env):

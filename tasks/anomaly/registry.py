@@ -9,13 +9,17 @@ Layout of one run::
     models/<kind>/<run_id>/metrics.json, table.md, roc.png, scores.parquet   evaluation (see nodewatch.tasks.anomaly.train)
 
 Weights are written with ``safetensors`` and read back with ``safetensors.numpy.load`` — loading
-never unpickles anything. ``CURRENT`` is moved only after a run has finished
+never unpickles anything. Each node's JSON records the ``sha256`` and size of its weight file; loading
+checks them, so a truncated or bit-flipped weight file is a :class:`ModelFileError` naming the file,
+never silently different scores. :func:`load_models` with ``skip_bad=True`` loads the good nodes and
+lists the bad ones (the scorer marks them ``failed``, the others are scored). ``CURRENT`` is moved only after a run has finished
 (:meth:`nodewatch.tasks.core.store.Store.set_current`); a node that failed keeps its previous model, copied from
 the run ``CURRENT`` pointed to before (its JSON records ``trained_in``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +43,10 @@ ESTIMATORS: dict[str, type[NodeEstimator]] = {
     "clu": KMeansClustering,
 }
 """Model name (CLI ``--model``) -> estimator class."""
+
+
+class ModelFileError(ValueError):
+    """A node's model files are missing, truncated or do not match their recorded checksum (one line, names the file)."""
 
 
 def kind_of(model: str, mode: str = "unsupervised") -> str:
@@ -69,9 +77,11 @@ def write_node(store: Store, kind: str, run_id: str, node: str, est: NodeEstimat
     state = est.node_state(k)  # type: ignore[attr-defined]
     tensors = {name: np.ascontiguousarray(v) for name, v in state.items()}
     prefix = run_prefix(kind, run_id)
-    store.write_bytes(st_save(tensors, metadata={"kind": kind, "node": node, "run_id": run_id}), prefix, "nodes",
-                      f"{node}.safetensors")
+    blob = st_save(tensors, metadata={"kind": kind, "node": node, "run_id": run_id})
+    store.write_bytes(blob, prefix, "nodes", f"{node}.safetensors")
     meta = {
+        "weights_sha256": hashlib.sha256(blob).hexdigest(),
+        "weights_bytes": len(blob),
         "node": node,
         "kind": kind,
         "trained_in": run_id,
@@ -130,6 +140,8 @@ class LoadedModels:
     estimator: NodeEstimator
     params: dict[str, Any]
     meta: dict[str, dict[str, Any]] = field(default_factory=dict)
+    bad: dict[str, str] = field(default_factory=dict)
+    """Nodes whose files could not be loaded (``skip_bad=True``): node -> one-line error naming the file."""
 
     @property
     def window(self) -> int:
@@ -137,8 +149,39 @@ class LoadedModels:
         return int(self.params["hyper"].get("window", 1)) if self.params["model"] == "ruad" else 1
 
 
-def load_models(store: Store, kind: str, run_id: str | None = None, nodes: list[str] | None = None) -> LoadedModels:
-    """Load the per-node models of ``run_id`` (default: ``CURRENT``) for ``nodes`` (default: all)."""
+def load_node_files(store: Store, kind: str, run_id: str, node: str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Weights and JSON of one node, checked against the recorded sha256 (:class:`ModelFileError` names the file)."""
+    prefix = run_prefix(kind, run_id)
+    path = store.path(prefix, "nodes", f"{node}.safetensors")
+    try:
+        meta = store.read_json(prefix, "nodes", f"{node}.json")
+    except (OSError, ValueError) as e:
+        raise ModelFileError(f"model of node {node}: {store.path(prefix, 'nodes', node + '.json')} is unreadable "
+                             f"({type(e).__name__}); retrain the node (`nodewatch train --node {node}`)") from None
+    try:
+        with store.fs.open(path, "rb") as f:
+            blob = f.read()
+    except OSError as e:
+        raise ModelFileError(f"model of node {node}: {path} cannot be read ({e.strerror or type(e).__name__})") from None
+    want = meta.get("weights_sha256")
+    if want is not None and hashlib.sha256(blob).hexdigest() != want:
+        raise ModelFileError(
+            f"model of node {node}: {path} does not match its recorded sha256 ({len(blob)} bytes, recorded "
+            f"{meta.get('weights_bytes')}): the file is damaged; retrain the node (`nodewatch train --node {node}`)")
+    try:
+        return st_load(blob), meta
+    except Exception as e:  # noqa: BLE001 - safetensors raises its own error types
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ModelFileError(f"model of node {node}: {path} is not a valid safetensors file ({first})") from None
+
+
+def load_models(store: Store, kind: str, run_id: str | None = None, nodes: list[str] | None = None,
+                skip_bad: bool = False) -> LoadedModels:
+    """Load the per-node models of ``run_id`` (default: ``CURRENT``) for ``nodes`` (default: all).
+
+    A node whose files are damaged raises :class:`ModelFileError`, or with ``skip_bad`` is left out and
+    listed in :attr:`LoadedModels.bad` (``FileNotFoundError`` if no node at all could be loaded then).
+    """
     run_id = run_id or store.current(area(kind))
     if run_id is None:
         raise FileNotFoundError(f"no trained {kind} models in {store.url}: run `nodewatch train` first")
@@ -148,11 +191,19 @@ def load_models(store: Store, kind: str, run_id: str | None = None, nodes: list[
     wanted = available if nodes is None else [check_node_name(n) for n in nodes if n in set(available)]
     if not wanted:
         raise FileNotFoundError(f"run {run_id} of {kind} has no model for the requested nodes")
-    states, meta = [], {}
+    states, meta, bad, good = [], {}, {}, []
     for node in wanted:
-        with store.fs.open(store.path(prefix, "nodes", f"{node}.safetensors"), "rb") as f:
-            states.append(st_load(f.read()))
-        meta[node] = store.read_json(prefix, "nodes", f"{node}.json")
+        try:
+            state, meta[node] = load_node_files(store, kind, run_id, node)
+        except ModelFileError as e:
+            if not skip_bad:
+                raise
+            bad[node] = str(e)
+            continue
+        states.append(state)
+        good.append(node)
+    if not good:
+        raise ModelFileError("; ".join(bad.values()))
     cls = ESTIMATORS[params["model"]]
     est = cls.from_node_states(states, **params["hyper"])  # type: ignore[attr-defined]
-    return LoadedModels(kind, run_id, wanted, est, params, meta)
+    return LoadedModels(kind, run_id, good, est, params, meta, bad)

@@ -3,16 +3,18 @@
 Unit of work and of idempotence: a :class:`nodewatch.tasks.cubes.layout.Region` (one UTC day x one node chunk
 of the telemetry cube). The scores cube shares the telemetry cube's epoch, step, node order and
 node chunk, so :func:`score_region` reads exactly one region of telemetry (plus ``W-1`` steps of
-history for windowed models) and writes exactly one region of scores with ``to_zarr(region=...)``:
-days never share a chunk, two processes scoring different days cannot clobber each other, and a
-re-run of a day rewrites identical bytes.
+history for windowed models) and returns that region's arrays; :func:`finish_day` writes every
+region of the day, the day's marker and the pointer to its summary/alerts files in **one Icechunk
+commit** (:mod:`nodewatch.tasks.cubes.repo`). A reader sees a day's scores, thresholds, flags and
+summary all from the same scoring, or all from the previous one: a kill at any point publishes nothing.
 
 Order of a day (what :mod:`nodewatch.flows.nightly` wires as Prefect tasks)::
 
     prepare_day(s)  (axis changes under the cube lock; once, before fanning out)
     score_region(day, b) for every node batch b   -> rows of the per-node summary
         (grouped by group_jobs into a few score_regions calls: one orchestrated task each)
-    finish_day(day, results)  -> summary.parquet, alerts.parquet/.md, heatmap.png, day marker
+    finish_day(day, results)  -> scores/daily/date=D/v-<token>/{summary,alerts}.parquet, alerts.md, heatmap.png,
+                                 then one commit: the regions + the day marker (which names v-<token>)
 
 Nodes without a model are scored as ``no-model`` rows (listed in the summary and the report),
 never dropped; a batch that fails lists all its nodes as ``failed`` with the error.
@@ -42,12 +44,13 @@ from nodewatch.schemas.scores import ALERT_SCHEMA, SUMMARY_SCHEMA, TOP_METRICS, 
 from nodewatch.tasks.anomaly.registry import area, load_models
 from nodewatch.tasks.core.runs import code_version
 from nodewatch.tasks.core.store import Store
+from nodewatch.tasks.cubes import repo
 from nodewatch.tasks.cubes.layout import Region, batches
+from nodewatch.tasks.cubes.verify import checked
 from nodewatch.tasks.cubes.writer import (
     Geometry,
     axis_lock,
     extend_cube,
-    quiet_consolidated,
     read_geometry,
     read_marker,
     write_marker,
@@ -55,7 +58,8 @@ from nodewatch.tasks.cubes.writer import (
 )
 
 DAILY = "scores/daily"
-"""Store area of the per-day tables: ``scores/daily/date=YYYY-MM-DD/{summary,alerts}.parquet, alerts.md, heatmap.png``."""
+"""Store area of the per-day tables: ``scores/daily/date=YYYY-MM-DD/v-<token>/{summary,alerts}.parquet, alerts.md,
+heatmap.png``; the committed day marker of ``cubes/scores.zarr`` names the version readers use."""
 
 
 class ScoringError(RuntimeError):
@@ -81,11 +85,9 @@ class PartialScoringError(ScoringError):
 # ----------------------------------------------------------------------------- geometry
 def telemetry_geometry(store: Store) -> tuple[CubeSpec, Geometry]:
     """Spec and axes of ``cubes/telemetry.zarr`` (its own step, read from its attrs)."""
-    import zarr
-
-    if not store.exists("cubes", "telemetry.zarr", "zarr.json"):
+    if not repo.exists(store, "telemetry.zarr"):
         raise FileNotFoundError(f"no telemetry cube in {store.url}: run `nodewatch cubes build` first")
-    attrs = dict(zarr.open_group(store.url_of("cubes", "telemetry.zarr"), mode="r", use_consolidated=False).attrs)
+    attrs = dict(repo.open_group(store, "telemetry.zarr").attrs)
     spec = spec_for(TELEMETRY, pd.Timedelta(seconds=int(attrs.get("step_seconds", 900))))
     geo = read_geometry(store, spec)
     assert geo is not None
@@ -98,18 +100,17 @@ def scores_spec_for(tele: Geometry) -> CubeSpec:
 
 
 def _node_info(store: Store) -> dict[str, dict[str, str]]:
-    import zarr
-
-    g = zarr.open_group(store.url_of("cubes", "telemetry.zarr"), mode="r", use_consolidated=False)
+    g = repo.open_group(store, "telemetry.zarr")
     nodes = [str(x) for x in g["node"][:]]
     racks = [str(x) for x in g["rack"][:]] if "rack" in g else [""] * len(nodes)
     rows = [str(x) for x in g["row"][:]] if "row" in g else [""] * len(nodes)
     return {n: {"rack": r, "row": w} for n, r, w in zip(nodes, racks, rows, strict=True)}
 
 
-def _create(store: Store, spec: CubeSpec, tele: Geometry, node_info: dict[str, dict[str, str]]) -> Geometry:
+def _create(store: Store, spec: CubeSpec, tele: Geometry, node_info: dict[str, dict[str, str]], zstore: Any) -> Geometry:
     import dask.array as da
     import xarray as xr
+    import zarr
 
     spd = spec.steps_per_day("time")
     n, m, nt = len(tele.nodes), len(tele.metrics), tele.n_days * spd
@@ -137,17 +138,15 @@ def _create(store: Store, spec: CubeSpec, tele: Geometry, node_info: dict[str, d
     attrs = {**spec.attrs, "epoch": tele.epoch.isoformat(), "node_chunk": c, "alloc_days": tele.n_days,
              "telemetry_cube": "telemetry.zarr", "cube_id": uuid.uuid4().hex}
     ds = xr.Dataset(data_vars, coords=coords, attrs=attrs)
-    with quiet_consolidated():
-        ds.to_zarr(store.url_of("cubes", spec.key), mode="w-", compute=False, encoding=encoding, zarr_format=3,
-                   consolidated=True)
+    ds.to_zarr(zstore, mode="w", compute=False, encoding=encoding, zarr_format=3, consolidated=False)
+    zarr.open_group(zstore, mode="a").require_group(repo.DAYS_GROUP)
     return Geometry(tele.epoch, tele.n_days, tele.nodes, tele.metrics, c, tele.step_seconds)
 
 
-def _grow_metrics(store: Store, spec: CubeSpec, new: list[str]) -> None:
+def _grow_metrics(zstore: Any, new: list[str]) -> None:
     import zarr
 
-    url = store.url_of("cubes", spec.key)
-    g = zarr.open_group(url, mode="r+", use_consolidated=False)
+    g = zarr.open_group(zstore, mode="r+")
     m0 = g["metric"].shape[0]
     for _, arr in g.arrays():
         dims = arr.metadata.dimension_names or ()
@@ -156,8 +155,6 @@ def _grow_metrics(store: Store, spec: CubeSpec, new: list[str]) -> None:
             shape[dims.index("metric")] = m0 + len(new)
             arr.resize(tuple(shape))
     g["metric"][m0:] = np.array(new, dtype=object)
-    with quiet_consolidated():
-        zarr.consolidate_metadata(url, zarr_format=3)
 
 
 def ensure_scores_cube(store: Store) -> tuple[CubeSpec, Geometry]:
@@ -167,10 +164,11 @@ def ensure_scores_cube(store: Store) -> tuple[CubeSpec, Geometry]:
     """
     _, tele = telemetry_geometry(store)
     spec = scores_spec_for(tele)
-    with axis_lock(store, spec):
-        geo = read_geometry(store, spec)
+    with axis_lock(store, spec), repo.transaction(store, spec.key, "axes of scores.zarr", create=True) as session:
+        zs = session.store
+        geo = read_geometry(store, spec, zs)
         if geo is None:
-            return spec, _create(store, spec, tele, _node_info(store))
+            return spec, _create(store, spec, tele, _node_info(store), zs)
         if geo.epoch != tele.epoch or geo.step_seconds != tele.step_seconds:
             raise ValueError(
                 f"cubes/scores.zarr (epoch {geo.epoch}, step {geo.step_seconds} s) does not match cubes/telemetry.zarr "
@@ -181,10 +179,10 @@ def ensure_scores_cube(store: Store) -> tuple[CubeSpec, Geometry]:
         new_nodes = list(tele.nodes[len(geo.nodes):])
         if new_nodes or tele.n_days > geo.n_days:
             last = tele.epoch + timedelta(days=tele.n_days - 1)
-            geo = extend_cube(store, spec, geo, last, new_nodes, _node_info(store), [])
+            geo = extend_cube(store, spec, geo, last, new_nodes, _node_info(store), [], zs)
         new_metrics = list(tele.metrics[len(geo.metrics):])
         if new_metrics:
-            _grow_metrics(store, spec, new_metrics)
+            _grow_metrics(zs, new_metrics)
             geo = Geometry(geo.epoch, geo.n_days, geo.nodes, tele.metrics, geo.node_chunk, geo.step_seconds)
         return spec, geo
 
@@ -223,7 +221,9 @@ def _summary_row(day: date, node: str, status: str, reason: str | None = None, *
 def score_region(job: ScoreJob) -> dict[str, Any]:
     """Score one (day, node batch) region with the models of ``job.model_run`` and write it to the scores cube.
 
-    Returns ``{"batch", "nodes", "rows" (summary rows), "seconds", "scored", "no_model"}``.
+    Returns ``{"batch", "nodes", "rows" (summary rows), "arrays" (store path of the region's score/threshold/
+    is_anomalous/contribution, an ``.npz`` that :func:`finish_day` commits), "seconds", "scored", "no_model"}``:
+    plain data, so an orchestrator may keep it as JSON.
     Raises :class:`ScoringError` naming the batch's nodes if anything goes wrong (the caller keeps going).
     """
     from nodewatch.tasks.anomaly.node_scoring import history_start, score_nodes
@@ -251,16 +251,18 @@ def score_region(job: ScoreJob) -> dict[str, Any]:
         thr = np.full((len(nodes), spd), np.nan, np.float32)
         contrib = np.full((len(nodes), spd, len(metrics)), np.nan, np.float32)
         try:
-            models = load_models(store, job.kind, job.model_run, nodes=nodes)
+            models = load_models(store, job.kind, job.model_run, nodes=nodes, skip_bad=True)
         except FileNotFoundError:
             models = None
         have = set(models.nodes) if models is not None else set()
+        bad = dict(models.bad) if models is not None else {}
         times = (np.datetime64(day.isoformat(), "ns") + np.arange(spd) * step).astype("datetime64[ns]")
         if models is not None:
             ds = open_telemetry_cube(store)
             first = history_start(models, times[0], step.astype("timedelta64[ns]"))
             h0 = max(0, t0 - int((times[0] - first) / step))
             sub = ds.isel(node=sl, time=slice(h0, t0 + spd))
+            sub = checked(sub.load, store, "telemetry.zarr", [day])  # damaged chunks: one line naming them
             s, c = score_nodes(models, sub)
             s, c = s.isel(time=slice(t0 - h0, None)), c.isel(time=slice(t0 - h0, None))
             pos = [nodes.index(n) for n in s["node"].values]
@@ -270,10 +272,13 @@ def score_region(job: ScoreJob) -> dict[str, Any]:
             for p, n in zip(pos, s["node"].values, strict=True):
                 thr[p] = np.where(np.isfinite(score[p]), np.float32(models.meta[str(n)]["threshold"]), np.nan)
         flag = np.where(np.isfinite(score), classify(score, np.nan_to_num(thr, nan=np.inf)).astype(np.int8), np.int8(-1))
-        write_region(store, spec, geo, region, {"score": score, "threshold": thr, "is_anomalous": flag,
-                                                "contribution": contrib})
+        arrays = save_region_arrays(store, region, job.model_run,
+                                    {"score": score, "threshold": thr, "is_anomalous": flag, "contribution": contrib})
         rows = []
         for k, node in enumerate(nodes):
+            if node in bad:  # damaged model files: this node fails alone, named; the others are scored
+                rows.append(_summary_row(day, node, "failed", bad[node], model_kind=job.kind, windows=spd))
+                continue
             if node not in have:
                 reason = f"no model in {job.kind} run {job.model_run}"
                 rows.append(_summary_row(day, node, "no-model", reason, model_kind=job.kind, windows=spd))
@@ -293,12 +298,32 @@ def score_region(job: ScoreJob) -> dict[str, Any]:
                 peak_time=pd.Timestamp(times[peak], tz="UTC"),
                 first_anomalous=pd.Timestamp(times[int(np.argmax(an))], tz="UTC") if an.any() else None,
                 top_metrics=_top(metrics, weights)))
-        return {"batch": job.batch, "nodes": nodes, "rows": rows, "seconds": time.perf_counter() - t_start,
+        return {"batch": job.batch, "nodes": nodes, "rows": rows, "arrays": arrays, "seconds": time.perf_counter() - t_start,
                 "scored": int(sum(r["status"] == "scored" for r in rows)),
                 "no_model": int(sum(r["status"] == "no-model" for r in rows))}
     except Exception as e:
         names = ", ".join(nodes) if nodes else "(nodes unknown)"
         raise ScoringError(f"score batch {region.key} failed for nodes {names}: {type(e).__name__}: {e}") from e
+
+
+REGIONS = "scores/regions"
+"""Computed, not yet (or already) committed score regions: ``scores/regions/date=D/b<batch>-<run>-<token>.npz``."""
+
+
+def save_region_arrays(store: Store, region: Region, model_run: str, arrays: dict[str, np.ndarray]) -> str:
+    """Write a scored region's arrays aside (compressed ``.npz``, no pickle) and return the store path."""
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    name = f"b{region.node_batch:04d}-{model_run}-{uuid.uuid4().hex[:12]}.npz"
+    return store.write_bytes(buf.getvalue(), REGIONS, f"date={region.day.isoformat()}", name)
+
+
+def load_region_arrays(store: Store, path: str) -> dict[str, np.ndarray]:
+    """Arrays saved by :func:`save_region_arrays` (``allow_pickle=False``: data only)."""
+    if not path.startswith(store.path(REGIONS) + "/"):
+        raise ValueError(f"score region file {path} is not under {store.path(REGIONS)}")
+    with store.fs.open(path, "rb") as f, np.load(io.BytesIO(f.read()), allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
 
 
 def failed_rows(day: date, nodes: list[str], reason: str) -> list[dict[str, Any]]:
@@ -339,11 +364,9 @@ def telemetry_fingerprint(store: Store, day: date) -> str | None:
 
 def scores_cube_id(store: Store) -> str | None:
     """Random id written when ``cubes/scores.zarr`` was created (a recreated cube invalidates cached regions)."""
-    import zarr
-
-    if not store.exists("cubes", "scores.zarr", "zarr.json"):
+    if not repo.exists(store, "scores.zarr"):
         return None
-    return zarr.open_group(store.url_of("cubes", "scores.zarr"), mode="r", use_consolidated=False).attrs.get("cube_id")
+    return repo.open_group(store, "scores.zarr").attrs.get("cube_id")
 
 
 def region_jobs(store: Store, day: date, kind: str, model_run: str) -> list[ScoreJob]:
@@ -390,13 +413,22 @@ def score_regions(jobs: Sequence[ScoreJob]) -> list[dict[str, Any]]:
 def day_scored(store: Store, day: date, kind: str) -> bool:
     """True if ``day`` was completely scored with the CURRENT model run from the telemetry present now."""
     m = read_marker(store, scores_spec(), day)
-    if m is None or m.get("failed_batches"):
+    if m is None or m.get("failed_batches") or m.get("failed_nodes"):
         return False
     return m.get("model_run") == store.current(area(kind)) and m.get("telemetry") == telemetry_fingerprint(store, day)
 
 
-def _daily(day: date, name: str) -> tuple[str, str, str]:
-    return (DAILY, f"date={day.isoformat()}", name)
+def _daily(day: date, name: str, version: str) -> tuple[str, ...]:
+    """Key of a daily file of version ``version`` (``v-<token>``) of ``day``."""
+    return (DAILY, f"date={day.isoformat()}", version, name)
+
+
+def daily_version(store: Store, day: date) -> str:
+    """The committed version directory (``v-<token>``) of ``day``'s summary/alerts (one-line error if none)."""
+    m = read_marker(store, scores_spec(), day)
+    if m is None or not m.get("daily"):
+        raise FileNotFoundError(f"no committed scores for {day.isoformat()} in {store.url}: run `nodewatch backfill`")
+    return str(m["daily"])
 
 
 def alerts_from_summary(summary: pd.DataFrame, min_windows: int = 1) -> pd.DataFrame:
@@ -424,7 +456,7 @@ def alerts_markdown(day: date, alerts: pd.DataFrame, limit: int = 50) -> str:
     return "\n".join(lines) + "\n"
 
 
-def heatmap_png(store: Store, day: date, path: tuple[str, ...]) -> str:
+def heatmap_png(store: Store, day: date, path: tuple[str, ...], zstore: Any = None) -> str:
     """PNG heat map node x time of the day's scores (grey = not scored); returns the store path."""
     import matplotlib
 
@@ -432,8 +464,7 @@ def heatmap_png(store: Store, day: date, path: tuple[str, ...]) -> str:
     import matplotlib.pyplot as plt
     import xarray as xr
 
-    with quiet_consolidated():
-        ds = xr.open_zarr(store.url_of("cubes", "scores.zarr"), consolidated=True, zarr_format=3)
+    ds = repo.open_dataset(store, "scores.zarr") if zstore is None else xr.open_zarr(zstore, consolidated=False)
     day_ds = ds["score"].sel(time=slice(np.datetime64(day.isoformat()), np.datetime64((day + timedelta(days=1)).isoformat())
                                        - np.timedelta64(1, "ns")))
     a = np.asarray(day_ds.values, dtype=np.float32)
@@ -459,22 +490,41 @@ def heatmap_png(store: Store, day: date, path: tuple[str, ...]) -> str:
 
 def finish_day(store: Store, day: date, kind: str, model_run: str, results: list[dict[str, Any]],
                failures: list[dict[str, Any]], run_id: str | None = None, min_windows: int = 1) -> dict[str, Any]:
-    """Write the day's summary/alerts/heat map and its marker; returns what was written and the counts.
+    """Publish the day: summary/alerts/heat map under a new version directory, then one commit of every scored
+    region, the day marker and the pointer to that version; returns what was written and the counts.
 
     ``results`` are the outputs of :func:`score_region`; ``failures`` are ``{"batch", "nodes", "error"}`` of
     batches that raised. The marker lists the failed batches, so :func:`day_scored` is False until a re-run
-    scores them.
+    scores them; a failed batch's region keeps its previous commit. If *no* batch was scored, nothing is
+    published (the previous scores and summary of the day stay) and :class:`ScoringError` names the failures.
     """
+    if failures and not results:
+        first = failures[0]["error"]
+        raise ScoringError(f"scoring {day.isoformat()}: all {len(failures)} node batch(es) failed, the previously "
+                           f"published scores of the day are kept; first error: {first}")
     rows = [r for res in results for r in res["rows"]]
     for f in failures:
         rows += failed_rows(day, f["nodes"], f["error"])
     summary = pd.DataFrame(rows, columns=SUMMARY_SCHEMA.names).sort_values("node").reset_index(drop=True)
+    version = f"v-{run_id or 'run'}-{uuid.uuid4().hex[:8]}"
     store.write_parquet(pa.Table.from_pandas(summary, schema=SUMMARY_SCHEMA, preserve_index=False),
-                        *_daily(day, "summary.parquet"))
+                        *_daily(day, "summary.parquet", version))
     alerts = alerts_from_summary(summary, min_windows)
-    store.write_parquet(pa.Table.from_pandas(alerts, schema=ALERT_SCHEMA, preserve_index=False), *_daily(day, "alerts.parquet"))
-    store.write_bytes(alerts_markdown(day, alerts).encode(), *_daily(day, "alerts.md"))
-    png = heatmap_png(store, day, _daily(day, "heatmap.png"))
+    store.write_parquet(pa.Table.from_pandas(alerts, schema=ALERT_SCHEMA, preserve_index=False),
+                        *_daily(day, "alerts.parquet", version))
+    store.write_bytes(alerts_markdown(day, alerts).encode(), *_daily(day, "alerts.md", version))
+    repo.fault_point("score:after-daily")
+    _, tele = telemetry_geometry(store)
+    spec = scores_spec_for(tele)
+    ic_repo = repo.open_repo(store, spec.key)
+    session = ic_repo.writable_session(repo.BRANCH)
+    geo = read_geometry(store, spec, session.store)
+    if geo is None:
+        raise FileNotFoundError("cubes/scores.zarr does not exist: call ensure_scores_cube first")
+    for res in results:
+        arrays = res["arrays"] if isinstance(res["arrays"], dict) else load_region_arrays(store, res["arrays"])
+        write_region(store, spec, geo, Region(day, res["batch"]), arrays, session.store)
+    png = heatmap_png(store, day, _daily(day, "heatmap.png", version), session.store)
     counts = summary["status"].value_counts().to_dict()
     out = {
         "day": day.isoformat(), "model_kind": kind, "model_run": model_run, "nodes": int(len(summary)),
@@ -482,24 +532,26 @@ def finish_day(store: Store, day: date, kind: str, model_run: str, results: list
         "no_data": sorted(summary.loc[summary["status"] == "no-data", "node"]),
         "failed_nodes": sorted(summary.loc[summary["status"] == "failed", "node"]),
         "failed_batches": sorted(f["batch"] for f in failures), "flagged": int(len(alerts)),
-        "summary": store.url_of(*_daily(day, "summary.parquet")), "alerts": store.url_of(*_daily(day, "alerts.parquet")),
-        "alerts_md": store.url_of(*_daily(day, "alerts.md")), "heatmap": png,
+        "summary": store.url_of(*_daily(day, "summary.parquet", version)),
+        "alerts": store.url_of(*_daily(day, "alerts.parquet", version)),
+        "alerts_md": store.url_of(*_daily(day, "alerts.md", version)), "heatmap": png,
     }
-    marker = {**out, "telemetry": telemetry_fingerprint(store, day), "code_version": code_version(), "run_id": run_id,
-              "written": datetime.now(UTC).isoformat(timespec="seconds")}
-    write_marker(store, scores_spec(), day, marker)
+    marker = {**out, "daily": version, "telemetry": telemetry_fingerprint(store, day), "code_version": code_version(),
+              "run_id": run_id, "written": datetime.now(UTC).isoformat(timespec="seconds")}
+    write_marker(session.store, day, marker)
+    repo.commit(store, spec.key, session, f"scores {day.isoformat()}", {"run_id": run_id, "day": day.isoformat()})
     return out
 
 
 def read_summary(store: Store, day: date) -> pd.DataFrame:
-    """The per-node summary of ``day``."""
-    with store.fs.open(store.path(*_daily(day, "summary.parquet")), "rb") as f:
+    """The per-node summary of ``day`` (of the committed scoring of the day)."""
+    with store.fs.open(store.path(*_daily(day, "summary.parquet", daily_version(store, day))), "rb") as f:
         return pq.read_table(f).to_pandas()
 
 
 def read_alerts(store: Store, day: date) -> pd.DataFrame:
-    """The alert list of ``day``."""
-    with store.fs.open(store.path(*_daily(day, "alerts.parquet")), "rb") as f:
+    """The alert list of ``day`` (of the committed scoring of the day)."""
+    with store.fs.open(store.path(*_daily(day, "alerts.parquet", daily_version(store, day))), "rb") as f:
         return pq.read_table(f).to_pandas()
 
 

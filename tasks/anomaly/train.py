@@ -37,6 +37,7 @@ from nodewatch.tasks.anomaly.labels import LabelReport, label_grid, read_interva
 from nodewatch.tasks.anomaly.registry import ESTIMATORS, area, carry_over, estimator_params, kind_of, run_prefix, write_node
 from nodewatch.tasks.core.runs import RunRecorder
 from nodewatch.tasks.core.store import Store
+from nodewatch.tasks.cubes.verify import checked
 
 ProgressHook = Callable[[dict[str, Any]], None]
 progress_hooks: list[ProgressHook] = []
@@ -110,16 +111,9 @@ def variants(cfg: TrainConfig, has_labels: bool) -> list[tuple[str, str, int]]:
 # ----------------------------------------------------------------------------- cube access
 def open_cube(store: Store) -> Any:
     """``cubes/telemetry.zarr`` as a lazy xarray Dataset (dims node, time, metric)."""
-    import warnings
+    from nodewatch.tasks.cubes import open_telemetry_cube
 
-    import xarray as xr
-
-    if not store.exists("cubes", "telemetry.zarr"):
-        raise FileNotFoundError(f"no telemetry cube in {store.url}: build it first (`nodewatch cubes build ...`)")
-    with warnings.catch_warnings():  # consolidated metadata is optional for us; zarr v3 warns either way
-        warnings.simplefilter("ignore", RuntimeWarning)
-        warnings.filterwarnings("ignore", message=".*[Cc]onsolidated.*")
-        return xr.open_zarr(store.url_of("cubes", "telemetry.zarr"))
+    return open_telemetry_cube(store)
 
 
 def period(start: date, end: date) -> tuple[np.datetime64, np.datetime64]:
@@ -245,7 +239,7 @@ def train_batch(plan: RunPlan | dict[str, Any], index: int) -> dict[str, Any]:
     try:
         ds = open_cube(store)
         t0, t1 = period(date.fromisoformat(plan.start), date.fromisoformat(plan.end))
-        X, times, _ = load_batch(ds, nodes, t0, t1, plan.metrics)
+        X, times, _ = checked(lambda: load_batch(ds, nodes, t0, t1, plan.metrics), store, "telemetry.zarr")
         report = LabelReport()
         y = None
         if plan.labels is not None:
@@ -287,7 +281,7 @@ def train_batch(plan: RunPlan | dict[str, Any], index: int) -> dict[str, Any]:
         out = {"batch": index, "nodes": nodes, "failed": failed, "seconds": time.perf_counter() - t_start,
                "labels": asdict(report) if plan.labels else None, "train_steps": int(sp), "test_steps": int(X.shape[1] - sp)}
     except Exception as e:  # noqa: BLE001 - a failed batch must not lose the other batches' work
-        reason = f"batch failed: {type(e).__name__}: {str(e)[:200]}"
+        reason = f"batch failed: {type(e).__name__}: {str(e)[:500]}"
         out = {"batch": index, "nodes": nodes, "failed": dict.fromkeys(nodes, reason), "seconds": time.perf_counter() - t_start,
                "labels": None, "error": reason}
     _emit({"event": "batch_done", "batch": index, "failed": len(out["failed"])})
@@ -439,9 +433,12 @@ def finish_run(store: Store, plan: RunPlan, results: list[dict[str, Any]], rec: 
     primary = ev.get(next(iter(ev), ""), {}) if ev else {}
     rec.add_output("pooled_auc", primary.get("pooled_auc"))
     rec.manifest.notes["labels"] = [r.get("labels") for r in results if r.get("labels")][:1]
-    moved = trained + kept > 0
+    moved = trained > 0  # a run that trained no node never becomes CURRENT (carried-over models are not news)
     if moved:
         store.set_current(area(plan.kind), plan.run_id)
+    else:
+        first = next(iter(failed.values()), {}).get("reason", "no node selected")
+        rec.error(f"no node trained: CURRENT not moved (stays {plan.previous or 'unset'}); first failure: {first}")
     rec.add_output("current_moved", moved)
     m = rec.finish("failed" if not moved else None).model_dump(mode="json")
     return {"run_id": plan.run_id, "kind": plan.kind, "registry": store.url_of(prefix), "trained": trained,

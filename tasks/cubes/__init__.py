@@ -22,14 +22,13 @@ __all__ = ["day_complete", "open_syslog_cube", "open_telemetry_cube"]
 
 
 def _open(store: Store, key: str) -> xr.Dataset:
-    import xarray as xr
+    from nodewatch.tasks.cubes import repo
 
-    from nodewatch.tasks.cubes.writer import quiet_consolidated
-
-    if not store.exists("cubes", key, "zarr.json"):
-        raise FileNotFoundError(f"no cube {store.url_of('cubes', key)}: run `nodewatch cubes build --start ... --end ...` first")
-    with quiet_consolidated():
-        ds = xr.open_zarr(store.url_of("cubes", key), consolidated=True, zarr_format=3)
+    try:
+        ds = repo.open_dataset(store, key)
+    except FileNotFoundError:
+        url = store.url_of("cubes", key)
+        raise FileNotFoundError(f"no cube {url}: run `nodewatch cubes build --start ... --end ...` first") from None
     if key == "syslog.zarr":
         from nodewatch.schemas.cubes import SYSLOG_FILL
 
@@ -40,7 +39,11 @@ def _open(store: Store, key: str) -> xr.Dataset:
 
 
 def open_telemetry_cube(store: Store) -> xr.Dataset:
-    """``cubes/telemetry.zarr`` as a lazy (dask-backed) ``xarray.Dataset`` with dims (node, time, metric)."""
+    """``cubes/telemetry.zarr`` as a lazy (dask-backed) ``xarray.Dataset`` with dims (node, time, metric).
+
+    The latest committed snapshot of the cube's Icechunk repository: a day being (re)built is seen as it
+    was before, or whole once committed.
+    """
     return _open(store, "telemetry.zarr")
 
 

@@ -2,9 +2,13 @@
 
 Graph of one telemetry day (every arrow is a Dask task dependency)::
 
-    scan(slab 0) ─┐             ┌─> merge+write Region(day, 0) ─┐
-    scan(slab 1) ─┼─ split by ──┼─> merge+write Region(day, 1) ─┼─> marker (client side)
-    ...          ─┘  node batch └─> ...                         ┘
+    scan(slab 0) ─┐             ┌─> merge+write Region(day, 0) into fork 0 ─┐
+    scan(slab 1) ─┼─ split by ──┼─> merge+write Region(day, 1) into fork 1 ─┼─> merge forks + marker, commit
+    ...          ─┘  node batch └─> ...                                     ┘     (client side, one commit a day)
+
+Every write task writes into its own fork of the day's Icechunk session (:mod:`nodewatch.tasks.cubes.repo`);
+the client merges the forks, sets the day's marker and commits: readers see the whole day or the
+previous commit of it, never some variables or batches of it.
 
 A scan streams whole row groups of one staged file into window statistics over the day's full
 node × time × metric grid and splits them into node batches, so only one batch's state moves to
@@ -28,6 +32,7 @@ import pandas as pd
 from nodewatch.schemas.cubes import SYSLOG, TELEMETRY, CubeSpec, spec_for
 from nodewatch.schemas.names import is_valid_node_name
 from nodewatch.tasks.core.store import Store
+from nodewatch.tasks.cubes import repo
 from nodewatch.tasks.cubes.layout import Region, batches
 from nodewatch.tasks.cubes.syslog import count_lines, syslog_nodes
 from nodewatch.tasks.cubes.telemetry import (
@@ -41,6 +46,14 @@ from nodewatch.tasks.cubes.telemetry import (
     split_by_batch,
 )
 from nodewatch.tasks.cubes.writer import Geometry, ensure_cube, input_fingerprint, read_marker, write_marker, write_region
+
+DEFAULT_MAX_NODES = 100_000
+"""Default of the setting ``max_cube_nodes``: more distinct node names than this is refused before any
+grid is allocated (1M names from a bad input died after 2 min with a MemoryError at 5.7 GB)."""
+
+
+class TooManyNodesError(ValueError):
+    """The staged data name more distinct nodes than the cube may hold (one-line message)."""
 
 
 @dataclass
@@ -78,8 +91,12 @@ def read_topology(store: Store) -> dict[str, dict[str, str]]:
 
 
 @contextmanager
-def dask_client(address: str | None = None, n_workers: int = 2, processes: bool = False) -> Iterator[Any]:
+def dask_client(address: str | None = None, n_workers: int = 2, processes: bool = False,
+                dashboard: str | None = None) -> Iterator[Any]:
     """A ``distributed.Client``: to ``address`` if given, else to a new LocalCluster (closed on exit).
+
+    The LocalCluster has no dashboard unless ``dashboard`` gives an address; a bare port (``":8787"``) is
+    bound to 127.0.0.1, never to every interface.
 
     Threads are the default: on 2 cores, 1000 nodes × 1 day × 50 metrics built in 32.5 s with threads
     vs 64.0 s with worker processes (peak RSS 1.04 vs 1.58 GiB), because parquet decoding and the
@@ -96,12 +113,22 @@ def dask_client(address: str | None = None, n_workers: int = 2, processes: bool 
             n_workers=n_workers,
             threads_per_worker=1 if processes else 2,
             processes=processes,
-            dashboard_address=":0",
+            **({"host": "127.0.0.1"} if processes else {}),
+            dashboard_address=_dashboard(dashboard) or "127.0.0.1:0",  # the scheduler's HTTP server binds anyway
+            scheduler_kwargs={"dashboard": bool(dashboard)},
+            worker_dashboard_address="127.0.0.1:0",  # workers' HTTP servers (metrics) on loopback too
             memory_limit=0,
         ) as cluster,
         Client(cluster) as c,
     ):
         yield c
+
+
+def _dashboard(address: str | None) -> str | None:
+    """Dashboard address for a LocalCluster: ``None`` (no dashboard) or a host-qualified address."""
+    if not address:
+        return None
+    return f"127.0.0.1{address}" if address.startswith(":") else address
 
 
 # ----------------------------------------------------------------------------- task bodies (run on workers)
@@ -124,15 +151,16 @@ def _report_of(scan: tuple[list[WindowStats], ScanReport]) -> ScanReport:
     return scan[1]
 
 
-def _merge_write_telemetry(url: str, step: str, geo: Geometry, region: Region, *parts: WindowStats) -> tuple[int, int, float]:
+def _merge_write_telemetry(url: str, step: str, geo: Geometry, region: Region, fork: Any,
+                           *parts: WindowStats) -> tuple[int, int, float, Any]:
     t0 = time.perf_counter()
     spec = spec_for(TELEMETRY, step)
     stats = merge_all(list(parts))
     sl = region.node_slice(geo.node_chunk, len(geo.nodes))
     arrays = stats.finalize((sl.stop - sl.start, spec.steps_per_day("time"), len(geo.metrics)))
-    write_region(Store(url), spec, geo, region, arrays)
+    write_region(Store(url), spec, geo, region, arrays, fork.store)
     has = arrays["count"] > 0
-    return int(has.any(axis=(1, 2)).sum()), int(has.sum()), time.perf_counter() - t0
+    return int(has.any(axis=(1, 2)).sum()), int(has.sum()), time.perf_counter() - t0, fork
 
 
 def _count_syslog(url: str, files: list[str], day: date, nodes: dict[str, int]) -> tuple[np.ndarray, np.ndarray, ScanReport]:
@@ -140,14 +168,14 @@ def _count_syslog(url: str, files: list[str], day: date, nodes: dict[str, int]) 
 
 
 def _write_syslog(
-    url: str, geo: Geometry, region: Region, counts: tuple[np.ndarray, np.ndarray, ScanReport]
-) -> tuple[int, int, float]:
+    url: str, geo: Geometry, region: Region, fork: Any, counts: tuple[np.ndarray, np.ndarray, ScanReport]
+) -> tuple[int, int, float, Any]:
     t0 = time.perf_counter()
     sl = region.node_slice(geo.node_chunk, len(geo.nodes))
     coarse, fine = counts[0][sl], counts[1][sl]
-    write_region(Store(url), spec_for(SYSLOG), geo, region, {"lines": coarse, "lines_1min": fine})
+    write_region(Store(url), spec_for(SYSLOG), geo, region, {"lines": coarse, "lines_1min": fine}, fork.store)
     per_window = coarse.sum(axis=2) > 0
-    return int(per_window.any(axis=1).sum()), int(per_window.sum()), time.perf_counter() - t0
+    return int(per_window.any(axis=1).sum()), int(per_window.sum()), time.perf_counter() - t0, fork
 
 
 def _syslog_report(counts: tuple[np.ndarray, np.ndarray, ScanReport]) -> ScanReport:
@@ -182,11 +210,14 @@ def build_days(
     slab_rows: int = DEFAULT_SLAB_ROWS,
     max_days_in_flight: int | None = None,
     run_id: str | None = None,
+    max_nodes: int = DEFAULT_MAX_NODES,
 ) -> list[DayResult]:
     """Aggregate staged ``kind`` (``telemetry``/``syslog``) of ``days`` into its cube on ``client``.
 
-    Idempotent: a day's regions are fully rewritten from all staged parts of that day, then its
-    coverage marker is written. Days without staged data are reported as ``no-data`` and untouched.
+    Idempotent: a day's regions are fully rewritten from all staged parts of that day and committed
+    with its coverage marker in one Icechunk commit. Days without staged data are reported as
+    ``no-data`` and untouched. More than ``max_nodes`` distinct node names (topology + staged) is a
+    :class:`TooManyNodesError` before anything is allocated or written.
     """
     from distributed import wait
 
@@ -199,6 +230,12 @@ def build_days(
     t_setup = time.perf_counter()
     topo = read_topology(store)
     nodes, metrics, bad = _axes(client, store, kind, day_files)
+    n_all = len(nodes | set(topo))
+    if n_all > max_nodes:
+        raise TooManyNodesError(
+            f"staged {kind} of {min(day_files)}..{max(day_files)} names {n_all:,} distinct nodes "
+            f"({len(topo):,} in the staged topology), more than max_cube_nodes={max_nodes:,}: check the input's node "
+            "column, or raise the setting max_cube_nodes (env NODEWATCH_MAX_CUBE_NODES)")
     t_axes = time.perf_counter()
     geo = ensure_cube(store, spec, list(day_files), nodes | set(topo), topo, metrics, node_batch, epoch)
     setup = {"axes_scan_s": round(t_axes - t_setup, 3), "ensure_cube_s": round(time.perf_counter() - t_axes, 3)}
@@ -207,11 +244,13 @@ def build_days(
     url = store.url
     tok = run_id or f"{time.time_ns():x}"
     workers = max(1, len(client.scheduler_info().get("workers", {})))
-    pending: list[tuple[date, float, list[str], list[Any], Any]] = []
+    pending: list[tuple[date, float, list[str], list[Any], Any, Any]] = []
+    ic_repo = repo.open_repo(store, spec.key)
 
-    def finish(entry: tuple[date, float, list[str], list[Any], Any]) -> None:
-        day, t0, files, writes, reports = entry
+    def finish(entry: tuple[date, float, list[str], list[Any], Any, Any]) -> None:
+        day, t0, files, writes, reports, session = entry
         written = client.gather(writes)
+        forks = list({id(w[3]): w[3] for w in written}.values())
         with_data = sum(w[0] for w in written)
         first = next(iter(spec.steps))
         windows = n_nodes * spec.steps_per_day(first) * (len(geo.metrics) if kind == TELEMETRY else 1)
@@ -234,13 +273,16 @@ def build_days(
             "run_id": run_id,
             "regions": len(writes),
         }
-        write_marker(store, spec, day, payload)
+        session.merge(*forks)
+        write_marker(session.store, day, payload)
+        repo.commit(store, spec.key, session, f"{spec.key} {day.isoformat()}", {"run_id": run_id, "day": day.isoformat()})
         results.append(DayResult(kind, day, "built", payload, len(writes), time.perf_counter() - t0))
 
     for day, files in day_files.items():
         t0 = time.perf_counter()
         regions = [Region(day, b) for b in batches(n_nodes, geo.node_chunk)]
         pre = f"{kind}-{day.isoformat()}-{tok}"
+        session = ic_repo.writable_session(repo.BRANCH)
         if kind == TELEMETRY:
             slabs = plan_slabs(store, files, slab_rows)
             scans = [
@@ -254,13 +296,15 @@ def build_days(
                 parts = [
                     client.submit(_batch_of, s, r.node_batch, key=f"part-{pre}-{i}-{r.node_batch}") for i, s in enumerate(scans)
                 ]
-                writes.append(client.submit(_merge_write_telemetry, url, step, geo, r, *parts, key=f"write-{pre}-{r.key}"))
+                writes.append(client.submit(_merge_write_telemetry, url, step, geo, r, session.fork(), *parts,
+                                            key=f"write-{pre}-{r.key}"))
             reports = [client.submit(_report_of, s, key=f"report-{pre}-{i}") for i, s in enumerate(scans)]
         else:
             counts = client.submit(_count_syslog, url, files, day, node_idx, key=f"count-{pre}")
-            writes = [client.submit(_write_syslog, url, geo, r, counts, key=f"write-{pre}-{r.key}") for r in regions]
+            writes = [client.submit(_write_syslog, url, geo, r, session.fork(), counts, key=f"write-{pre}-{r.key}")
+                      for r in regions]
             reports = [client.submit(_syslog_report, counts, key=f"report-{pre}")]
-        pending.append((day, t0, files, writes, reports))
+        pending.append((day, t0, files, writes, reports, session))
         # start the next day only while the older days in flight keep fewer scans than there are workers:
         # every scan holds a full-day window state, so this bounds memory for any range length
         while len(pending) > 1 and (
@@ -283,7 +327,10 @@ def day_complete(store: Store, day: date, kind: str = TELEMETRY) -> bool:
     flow rebuilds it.
     """
     m = read_marker(store, spec_for(kind), day)
-    if m is None:
-        return False
+    return m is not None and marker_matches(store, m, day, kind)
+
+
+def marker_matches(store: Store, marker: dict[str, Any], day: date, kind: str) -> bool:
+    """Whether a day's committed marker certifies exactly the staged files of that day present now."""
     files = store.staged_files(kind, [day.isoformat()])
-    return m.get("inputs") == input_fingerprint(store, files)
+    return marker.get("inputs") == input_fingerprint(store, files)

@@ -7,8 +7,16 @@ from typing import Any
 
 from nodewatch.schemas.cubes import TELEMETRY, spec_for
 from nodewatch.tasks.core.store import Store
-from nodewatch.tasks.cubes.build import day_complete
-from nodewatch.tasks.cubes.writer import quiet_consolidated, read_geometry, read_marker
+from nodewatch.tasks.cubes import repo
+from nodewatch.tasks.cubes.build import marker_matches
+from nodewatch.tasks.cubes.writer import read_geometry
+
+
+def zarr_group(zstore: Any) -> Any:
+    """Root group of a zarr store (read-only)."""
+    import zarr
+
+    return zarr.open_group(zstore, mode="r")
 
 
 def cube_size_bytes(store: Store, key: str) -> int:
@@ -20,20 +28,21 @@ def cube_info(store: Store, kind: str = TELEMETRY) -> dict[str, Any] | None:
     """Summary of cube ``kind``: dims, chunks, epoch, size and one coverage row per known day.
 
     Days listed are those with a staged partition or a coverage marker; ``status`` is ``complete``
-    (built from the staged files present now), ``stale`` (built, but staged files changed since),
-    or ``missing`` (staged, never built). Returns ``None`` if the cube does not exist.
+    (built from the staged files present now: the committed marker matches them), ``stale`` (built, but
+    staged files changed since), or ``missing`` (staged, never built). ``complete`` says nothing about
+    the bytes on disk: ``nodewatch cubes verify`` reads every chunk. Returns ``None`` if the cube does not exist.
     """
-    import zarr
-
     spec = spec_for(kind)
-    if not store.exists("cubes", spec.key, "zarr.json"):
+    if not repo.exists(store, spec.key):
         return None
-    with quiet_consolidated():
-        g = zarr.open_group(store.url_of("cubes", spec.key), mode="r", use_consolidated=False)
+    zs = repo.readonly_store(store, spec.key)
+    g = zarr_group(zs)
+    if "node" not in g:
+        return None
     attrs = dict(g.attrs)
     if kind == TELEMETRY and "step_seconds" in attrs:  # the cube's own step, not the default 15 min
         spec = spec_for(kind, f"{int(attrs['step_seconds'])}s")
-    geo = read_geometry(store, spec)
+    geo = read_geometry(store, spec, zs)
     if geo is None:
         return None
     variables = {}
@@ -41,17 +50,11 @@ def cube_info(store: Store, kind: str = TELEMETRY) -> dict[str, Any] | None:
         a = g[v.name]
         variables[v.name] = {"dims": list(v.dims), "shape": list(a.shape), "chunks": list(a.chunks), "dtype": str(a.dtype)}
     staged = {date.fromisoformat(d) for d in store.staged_dates(kind)}
-    marked = set()
-    base = store.path("cubes", f"{kind}.days")
-    if store.fs.exists(base):
-        for p in store.fs.ls(base, detail=False):
-            name = p.rsplit("/", 1)[1]
-            if name.endswith(".json") and not name.startswith(".tmp"):
-                marked.add(date.fromisoformat(name[:-5]))
+    markers = {date.fromisoformat(k): v for k, v in repo.day_markers(store, spec.key).items()}
     days = []
-    for d in sorted(staged | marked):
-        m = read_marker(store, spec, d)
-        status = "missing" if m is None else ("complete" if day_complete(store, d, kind) else "stale")
+    for d in sorted(staged | set(markers)):
+        m = markers.get(d)
+        status = "missing" if m is None else ("complete" if marker_matches(store, m, d, kind) else "stale")
         row: dict[str, Any] = {"day": d.isoformat(), "status": status}
         if m is not None:
             w = m.get("windows") or 0

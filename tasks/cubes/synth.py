@@ -45,6 +45,15 @@ def node_names(n: int, prefix: str = "cn") -> list[str]:
     return [f"{prefix}{i:04d}" for i in range(n)]
 
 
+def _publish(store: Store, key: str) -> None:
+    """Publish a staged part written outside ``Store.write_parquet`` (the staged-table commit protocol, if any)."""
+    try:
+        from nodewatch.tasks.core.commit import commit_part
+    except ImportError:  # a store layer without per-run commits shows every part at once
+        return
+    commit_part(store, key)
+
+
 def _open_writer(store: Store, key: str, schema: pa.Schema) -> tuple[str, str, pq.ParquetWriter, object]:
     final = store.path(key)
     store.fs.makedirs(final.rpartition("/")[0], exist_ok=True)
@@ -112,6 +121,7 @@ def write_telemetry_day(
         writer.close()
         f.close()
     store.fs.mv(tmp, final)
+    _publish(store, key)
     return rows
 
 

@@ -1,5 +1,12 @@
 """Create, extend and write the Zarr cubes (region by region) and their per-day coverage markers.
 
+Publication (readers never see a torn day)
+------------------------------------------
+Every cube is an Icechunk repository (:mod:`nodewatch.tasks.cubes.repo`): axis changes are one commit,
+each day (all its node batches and variables, plus its coverage marker) is one commit. Region
+writers write into a session (or a fork of it on a Dask worker) that no reader sees until the
+commit; a killed or failed write publishes nothing.
+
 Time axis design (safe for concurrent writers of different days)
 -----------------------------------------------------------------
 The time axis of a cube starts at midnight UTC of ``attrs["epoch"]`` and covers whole days, allocated
@@ -25,7 +32,6 @@ earlier ``epoch`` (``nodewatch cubes build --epoch``) instead.
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -49,6 +55,7 @@ from nodewatch.schemas.cubes import (
 )
 from nodewatch.tasks.core.locks import store_lock
 from nodewatch.tasks.core.store import Store
+from nodewatch.tasks.cubes import repo
 from nodewatch.tasks.cubes.layout import Region, check_aligned
 
 ALLOC_DAYS = 32
@@ -65,7 +72,7 @@ def quiet_consolidated() -> Iterator[None]:
 
 
 def cube_url(store: Store, spec: CubeSpec) -> str:
-    """fsspec URL of a cube."""
+    """fsspec URL of a cube (the Icechunk repository; open it with :func:`nodewatch.tasks.cubes.repo.open_dataset`)."""
     return store.url_of("cubes", spec.key)
 
 
@@ -109,14 +116,21 @@ def axis_lock(store: Store, spec: CubeSpec, timeout_s: float | None = None) -> A
 
 
 # ----------------------------------------------------------------------------- geometry
-def read_geometry(store: Store, spec: CubeSpec) -> Geometry | None:
-    """Axes of an existing cube, read fresh from the array metadata (``None`` if absent)."""
+def read_geometry(store: Store, spec: CubeSpec, zstore: Any = None) -> Geometry | None:
+    """Axes of an existing cube, read fresh from the latest commit (or from ``zstore``, a session's store);
+    ``None`` if absent."""
     import zarr
 
-    url = cube_url(store, spec)
-    if not store.fs.exists(store.path("cubes", spec.key, "zarr.json")):
+    if zstore is None:
+        if not repo.exists(store, spec.key):
+            return None
+        zstore = repo.readonly_store(store, spec.key)
+    try:
+        g = zarr.open_group(zstore, mode="r")
+    except (FileNotFoundError, zarr.errors.GroupNotFoundError):
         return None
-    g = zarr.open_group(url, mode="r", use_consolidated=False)
+    if "node" not in g:
+        return None
     attrs = dict(g.attrs)
     nodes = tuple(str(x) for x in g["node"][:])
     metrics = tuple(str(x) for x in g["metric"][:]) if "metric" in g else ()
@@ -186,10 +200,13 @@ def create_cube(
     node_info: dict[str, dict[str, str]],
     metrics: list[str],
     node_batch: int,
+    zstore: Any = None,
 ) -> Geometry:
-    """Write the metadata and coordinates of a new cube (no data chunk is written: all fill)."""
+    """Write the metadata and coordinates of a new cube into ``zstore`` (a writable session's store; no data
+    chunk is written: all fill)."""
     import dask.array as da
     import xarray as xr
+    import zarr
 
     if not nodes:
         raise ValueError(f"cannot create {spec.key}: no node in topology or staged data")
@@ -245,12 +262,12 @@ def create_cube(
         "created": datetime.now().astimezone().isoformat(timespec="seconds"),
     }
     ds = xr.Dataset(data_vars, coords=coords, attrs=attrs)
-    with quiet_consolidated():
-        ds.to_zarr(cube_url(store, spec), mode="w-", compute=False, encoding=encoding, zarr_format=3, consolidated=True)
+    ds.to_zarr(zstore, mode="w", compute=False, encoding=encoding, zarr_format=3, consolidated=False)
+    zarr.open_group(zstore, mode="a").require_group(repo.DAYS_GROUP)
     return Geometry(epoch, n_days, tuple(nodes), tuple(metrics), nchunk, _step_seconds(spec))
 
 
-def upgrade_attrs(store: Store, spec: CubeSpec) -> bool:
+def upgrade_attrs(store: Store, spec: CubeSpec, zstore: Any) -> bool:
     """Bring the attrs of an existing cube's variables (and ``missing_data``) up to ``spec`` (call under
     :func:`axis_lock`); returns whether anything changed.
 
@@ -261,8 +278,7 @@ def upgrade_attrs(store: Store, spec: CubeSpec) -> bool:
     """
     import zarr
 
-    url = cube_url(store, spec)
-    g = zarr.open_group(url, mode="r+", use_consolidated=False)
+    g = zarr.open_group(zstore, mode="r+")
     changed = False
     for v in spec.variables:
         want = {**v.attrs, **({"_FillValue": v.fill_value} if v.cf_fill else {})}
@@ -273,9 +289,6 @@ def upgrade_attrs(store: Store, spec: CubeSpec) -> bool:
     if g.attrs.get("missing_data") != spec.attrs.get("missing_data") and "missing_data" in spec.attrs:
         g.attrs["missing_data"] = spec.attrs["missing_data"]
         changed = True
-    if changed:
-        with quiet_consolidated():
-            zarr.consolidate_metadata(url, zarr_format=3)
     return changed
 
 
@@ -297,12 +310,13 @@ def extend_cube(
     new_nodes: list[str],
     node_info: dict[str, dict[str, str]],
     new_metrics: list[str],
+    zstore: Any = None,
 ) -> Geometry:
-    """Grow the time axis to ``last_day`` and append nodes / metrics (call under :func:`axis_lock`)."""
+    """Grow the time axis to ``last_day`` and append nodes / metrics in ``zstore`` (a writable session's
+    store; call under :func:`axis_lock`)."""
     import zarr
 
-    url = cube_url(store, spec)
-    g = zarr.open_group(url, mode="r+", use_consolidated=False)
+    g = zarr.open_group(zstore, mode="r+")
     n_days = geo.n_days
     if (last_day - geo.epoch).days >= geo.n_days:
         n_days = _alloc_days(geo.epoch, last_day)
@@ -329,8 +343,6 @@ def extend_cube(
         g["metric"][m0:] = _str(new_metrics)
         for k, v in _metric_coords(new_metrics).items():
             g[k][m0:] = v
-    with quiet_consolidated():
-        zarr.consolidate_metadata(url, zarr_format=3)
     return Geometry(geo.epoch, n_days, tuple(nodes), tuple(metrics), geo.node_chunk, geo.step_seconds)
 
 
@@ -344,38 +356,45 @@ def ensure_cube(
     node_batch: int,
     epoch: date | None = None,
 ) -> Geometry:
-    """Create the cube or extend its axes so that ``days``, ``nodes`` and ``metrics`` fit (locked)."""
+    """Create the cube or extend its axes so that ``days``, ``nodes`` and ``metrics`` fit (locked; one commit)."""
     if not days:
         raise ValueError("no day to build")
-    with axis_lock(store, spec):
-        geo = read_geometry(store, spec)
-        if geo is None:
-            first = min(days) if epoch is None else epoch
-            if min(days) < first:
-                raise ValueError(f"day {min(days)} is before the requested epoch {first}")
-            return create_cube(store, spec, first, max(days), sorted(nodes), node_info, sorted(metrics), node_batch)
-        if geo.step_seconds != _step_seconds(spec):
-            raise ValueError(
-                f"{spec.key} was built with a {geo.step_seconds} s step, not {_step_seconds(spec)} s: "
-                "use the same step or build a new cube in another store"
-            )
-        upgrade_attrs(store, spec)
-        if epoch is not None and epoch != geo.epoch:
-            raise ValueError(f"{spec.key} already exists with epoch {geo.epoch}; remove it to rebuild with epoch {epoch}")
-        if min(days) < geo.epoch:
-            raise ValueError(
-                f"day {min(days)} is before the epoch {geo.epoch} of {spec.key}: rebuild the cube with --epoch {min(days)}"
-            )
-        new_nodes = sorted(nodes - set(geo.nodes))
-        new_metrics = sorted(metrics - set(geo.metrics)) if spec.kind == TELEMETRY else []
-        if new_nodes or new_metrics or not geo.covers(max(days)):
-            return extend_cube(store, spec, geo, max(days), new_nodes, node_info, new_metrics)
-        return geo
+    with axis_lock(store, spec), repo.transaction(store, spec.key, f"axes of {spec.key}", create=True) as session:
+        return _ensure(store, spec, days, nodes, node_info, metrics, node_batch, epoch, session.store)
+
+
+def _ensure(store: Store, spec: CubeSpec, days: list[date], nodes: set[str], node_info: dict[str, dict[str, str]],
+            metrics: set[str], node_batch: int, epoch: date | None, zstore: Any) -> Geometry:
+    geo = read_geometry(store, spec, zstore)
+    if geo is None:
+        first = min(days) if epoch is None else epoch
+        if min(days) < first:
+            raise ValueError(f"day {min(days)} is before the requested epoch {first}")
+        return create_cube(store, spec, first, max(days), sorted(nodes), node_info, sorted(metrics), node_batch, zstore)
+    if geo.step_seconds != _step_seconds(spec):
+        raise ValueError(
+            f"{spec.key} was built with a {geo.step_seconds} s step, not {_step_seconds(spec)} s: "
+            "use the same step or build a new cube in another store"
+        )
+    upgrade_attrs(store, spec, zstore)
+    if epoch is not None and epoch != geo.epoch:
+        raise ValueError(f"{spec.key} already exists with epoch {geo.epoch}; remove it to rebuild with epoch {epoch}")
+    if min(days) < geo.epoch:
+        raise ValueError(
+            f"day {min(days)} is before the epoch {geo.epoch} of {spec.key}: rebuild the cube with --epoch {min(days)}"
+        )
+    new_nodes = sorted(nodes - set(geo.nodes))
+    new_metrics = sorted(metrics - set(geo.metrics)) if spec.kind == TELEMETRY else []
+    if new_nodes or new_metrics or not geo.covers(max(days)):
+        return extend_cube(store, spec, geo, max(days), new_nodes, node_info, new_metrics, zstore)
+    return geo
 
 
 # ----------------------------------------------------------------------------- region writes
-def write_region(store: Store, spec: CubeSpec, geo: Geometry, region: Region, arrays: dict[str, np.ndarray]) -> dict[str, slice]:
-    """Write one (day, node batch) of every variable with ``to_zarr(region=...)``, aligned to chunks."""
+def write_region(store: Store, spec: CubeSpec, geo: Geometry, region: Region, arrays: dict[str, np.ndarray],
+                 zstore: Any) -> dict[str, slice]:
+    """Write one (day, node batch) of every variable with ``to_zarr(region=...)`` into ``zstore`` (a writable
+    session's or fork's store: nothing is visible before its commit), aligned to chunks."""
     import xarray as xr
 
     n_nodes = len(geo.nodes)
@@ -400,32 +419,22 @@ def write_region(store: Store, spec: CubeSpec, geo: Geometry, region: Region, ar
         data_vars[v.name] = (v.dims, arr)
     check_aligned(region.key, slices, chunks, shape)
     ds = xr.Dataset(data_vars)
-    ds.to_zarr(cube_url(store, spec), region=slices, mode="r+", zarr_format=3, consolidated=False)
+    ds.to_zarr(zstore, region=slices, mode="r+", zarr_format=3, consolidated=False)
+    repo.fault_point("cube:after-region")
     return slices
 
 
 # ----------------------------------------------------------------------------- coverage markers
-def marker_key(spec: CubeSpec, day: date) -> tuple[str, str, str]:
-    """Store key of the coverage marker of ``day`` (outside the Zarr hierarchy)."""
-    return ("cubes", f"{spec.kind}.days", f"{day.isoformat()}.json")
-
-
 def input_fingerprint(store: Store, files: list[str]) -> list[dict[str, Any]]:
     """Name and size of each staged input file of a day (what a marker certifies)."""
     return [{"file": p.rsplit("/", 1)[1], "bytes": int(store.fs.size(p))} for p in sorted(files)]
 
 
-def write_marker(store: Store, spec: CubeSpec, day: date, payload: dict[str, Any]) -> None:
-    """Write the coverage marker of a day (after all its regions were written)."""
-    store.write_json(payload, *marker_key(spec, day))
+def write_marker(zstore: Any, day: date, payload: dict[str, Any]) -> None:
+    """Set the coverage marker of a day in a writable session (committed together with its regions)."""
+    repo.set_day_marker(zstore, day.isoformat(), payload)
 
 
 def read_marker(store: Store, spec: CubeSpec, day: date) -> dict[str, Any] | None:
-    """The coverage marker of ``day`` or ``None``."""
-    key = marker_key(spec, day)
-    if not store.exists(*key):
-        return None
-    try:
-        return store.read_json(*key)
-    except (json.JSONDecodeError, OSError):
-        return None
+    """The committed coverage marker of ``day`` or ``None``."""
+    return repo.day_marker(store, spec.key, day.isoformat())

@@ -3,7 +3,9 @@
 Agarwal et al., "SaNSA", Sec. II-C: the state of every node at each minute of the window.
 
 Days are written as day-aligned regions (one time chunk per UTC day), so builds of different days
-never touch the same chunk.
+never touch the same chunk. The cube is an Icechunk repository (:mod:`nodewatch.tasks.cubes.repo`): a
+write (create, ``--rebuild``, time-axis growth and the window's region) is one commit, so a kill at any
+point leaves the previous cube readable and unchanged.
 """
 
 from __future__ import annotations
@@ -28,9 +30,29 @@ def write_cube(store, grid: np.ndarray, nodes: list[str], t_start: int, rebuild:
     fill-valued days first, then writes its region (days never share a chunk, so two builds of
     different days never touch the same chunk).
     """
+    from nodewatch.tasks.cubes import repo
+
+    key = CUBE_PATH.split("/")[-1]
+    url = store.url_of(*CUBE_PATH.split("/"))
+    if rebuild and repo.is_legacy(store, key):  # a plain Zarr cube from before: replaced by a repository
+        store.fs.rm(store.path(*CUBE_PATH.split("/")), recursive=True)
+    with repo.transaction(store, key, f"states {np.datetime64(t_start, 'ns')}", create=True) as session:
+        _write(session.store, grid, nodes, t_start, rebuild or not _has_cube(session.store))
+    return url
+
+
+def _has_cube(zstore) -> bool:  # noqa: ANN001
+    import zarr
+
+    try:
+        return CUBE_VARIABLE in zarr.open_group(zstore, mode="r")
+    except (FileNotFoundError, zarr.errors.GroupNotFoundError):
+        return False
+
+
+def _write(zstore, grid: np.ndarray, nodes: list[str], t_start: int, create: bool) -> None:  # noqa: ANN001
     import xarray as xr
 
-    url = store.url_of(*CUBE_PATH.split("/"))
     n_t = grid.shape[1]
     if t_start % DAY_NS or n_t % CUBE_TIME_CHUNK:
         raise StatesError("state cube windows must be whole UTC days")
@@ -56,12 +78,10 @@ def write_cube(store, grid: np.ndarray, nodes: list[str], t_start: int, rebuild:
         "time": {**time_encoding(CUBE_TIME_CHUNK), "units": "minutes since 1970-01-01"},
         "node": string_encoding(len(nodes)),
     }
-    if rebuild and store.exists(*CUBE_PATH.split("/")):
-        store.fs.rm(store.path(*CUBE_PATH.split("/")), recursive=True)
-    if not store.exists(*CUBE_PATH.split("/")):
-        ds.to_zarr(url, mode="w-", encoding=enc, zarr_format=3, consolidated=False)
-        return url
-    existing = xr.open_zarr(url, consolidated=False, zarr_format=3)
+    if create:  # new cube, or --rebuild: replaced in the same commit
+        ds.to_zarr(zstore, mode="w", encoding=enc, zarr_format=3, consolidated=False)
+        return
+    existing = xr.open_zarr(zstore, consolidated=False, zarr_format=3)
     if list(existing["node"].values) != list(nodes):
         raise StatesError(f"{CUBE_PATH} has a different node set ({existing.sizes['node']} nodes); rebuild with --rebuild")
     t0 = int(existing["time"].values[0].astype("datetime64[ns]").astype(np.int64))
@@ -79,9 +99,8 @@ def write_cube(store, grid: np.ndarray, nodes: list[str], t_start: int, rebuild:
             name=CUBE_VARIABLE,
             attrs=cube_attrs(),
         ).to_dataset()
-        pad.to_zarr(url, append_dim="time", zarr_format=3, consolidated=False)
+        pad.to_zarr(zstore, append_dim="time", zarr_format=3, consolidated=False)
     i0 = int((t_start - t0) // MIN_NS)
     ds.drop_vars("node").to_zarr(
-        url, region={"time": slice(i0, i0 + n_t), "node": slice(None)}, zarr_format=3, consolidated=False
+        zstore, region={"time": slice(i0, i0 + n_t), "node": slice(None)}, zarr_format=3, consolidated=False
     )
-    return url

@@ -3,12 +3,12 @@
 Both processes start from the same pre-created short cube (32 days, 2 metrics), so each one *must*
 change an axis under the lock whatever the scheduling: the first day brings a new metric (append to
 the metric axis), the second day lies beyond the allocated 32 days (time axis resize). The result
-must equal a sequential build from the same starting cube, byte for byte.
+must equal a sequential build from the same starting cube, value for value (each day is one Icechunk
+commit; the two commits are rebased onto each other).
 """
 
 from __future__ import annotations
 
-import hashlib
 import subprocess
 import sys
 import time
@@ -71,17 +71,6 @@ def _precreate(store: Store) -> None:
     assert geo.n_days == ALLOC_DAYS and not geo.covers(DAYS[1]) and geo.metrics == tuple(BASE_METRICS)
 
 
-def _data_hashes(store: Store) -> dict[str, str]:
-    out = {}
-    for p in store.iter_files("cubes", "telemetry.zarr"):
-        rel = p.split("telemetry.zarr", 1)[1]
-        if rel == "/zarr.json":  # root attrs hold the creation time
-            continue
-        with store.fs.open(p, "rb") as f:
-            out[rel] = hashlib.sha256(f.read()).hexdigest()
-    return out
-
-
 @pytest.mark.slow
 def test_two_processes_backfill_different_days(tmp_path):
     seq, par = Store(str(tmp_path / "seq")), Store(str(tmp_path / "par"))
@@ -117,5 +106,6 @@ def test_two_processes_backfill_different_days(tmp_path):
     assert int(ds_par["count"].sum()) == int(ds_seq["count"].sum()) > 0
     assert int(ds_par["count"].sel(metric=NEW_METRIC).isel(time=slice(0, 96)).sum()) > 0
     np.testing.assert_array_equal(ds_par["mean"].values, ds_seq["mean"].values)
-    assert _data_hashes(par) == _data_hashes(seq)  # same chunks, same bytes as a sequential build
+    for k in ("count", "mean", "min", "max", "std"):  # same values as a sequential build
+        np.testing.assert_array_equal(ds_par[k].values, ds_seq[k].values)
     assert not Path(par.path("cubes", ".telemetry.zarr.lock")).exists()

@@ -108,7 +108,7 @@ def _stage(store, table_name, table, day="2026-01-01"):
 
 
 def test_build_states_end_to_end(store):
-    import xarray as xr
+    from nodewatch import open_cube
 
     nodes = ["cn01", "cn02", "cn03"]
     _stage(
@@ -174,7 +174,7 @@ def test_build_states_end_to_end(store):
     fe = store.read_staged("failure_events").to_pandas()
     assert list(fe.node) == ["cn01"] and list(fe.cause) == ["loss+boot"] and list(fe.rack) == ["r1"]
     assert fe.start[0] == pd.Timestamp("2026-01-01T22:00Z") and fe.end[0] == pd.Timestamp("2026-01-02T02:00Z")
-    ds = xr.open_zarr(out["cube"], consolidated=False)
+    ds = open_cube("state", store)
     assert ds["state"].dtype == np.int8 and ds["state"].shape == (3, 2880)
     legend = dict(zip(ds["state"].attrs["flag_values"], ds["state"].attrs["flag_meanings"].split(), strict=True))
     assert legend[0] == "NOT_BUILT" and legend[1] == "DOWN" and legend[8] == "UNSCHEDULED_RESV"
@@ -187,11 +187,11 @@ def test_build_states_end_to_end(store):
     ns2 = store.read_staged("node_states").to_pandas()
     assert len(store.staged_files("node_states", ["2026-01-02"])) == 1
     assert len(ns2) == len(ns)
-    after = xr.open_zarr(out["cube"], consolidated=False)["state"].values
+    after = open_cube("state", store)["state"].values
     assert np.array_equal(before, after)
     # extending the cube appends days
     build_states(store, date(2026, 1, 3), date(2026, 1, 4), run_id="r3")
-    ds3 = xr.open_zarr(out["cube"], consolidated=False)
+    ds3 = open_cube("state", store)
     assert ds3.sizes["time"] == 3 * 1440 and int(ds3["state"].min()) >= 1
 
 

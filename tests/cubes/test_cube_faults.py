@@ -1,0 +1,167 @@
+"""Fault injection on the cube writer: SIGKILL a real child process at each publish step of a day rebuild,
+then check that readers see the day as it was or as it is after an uninterrupted build (never a mix),
+that the next build takes over the dead writer's lock at once, and that a re-run equals an
+uninterrupted build. Also: a damaged chunk is named (variable, day, file) and repaired.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nodewatch.tasks.core.store import Store
+from nodewatch.tasks.cubes import day_complete, open_telemetry_cube, repo
+from nodewatch.tasks.cubes.build import build_days, dask_client
+from nodewatch.tasks.cubes.synth import node_names, telemetry_table, write_telemetry_day, write_topology
+
+REPO = Path(__file__).resolve().parents[2]
+D1, D2 = date(2026, 3, 1), date(2026, 3, 2)
+STATS = ("count", "mean", "min", "max", "std")
+CHILD = """
+import sys
+from datetime import date
+from nodewatch.tasks.core.store import Store
+from nodewatch.tasks.cubes.build import build_days, dask_client
+store = Store(sys.argv[1])
+with dask_client(n_workers=1, processes=False) as c:
+    build_days(store, "telemetry", [date.fromisoformat(d) for d in sys.argv[2].split(",")], c, node_batch=2)
+print("done")
+"""
+
+
+def _day(store: Store, day: date) -> dict[str, np.ndarray]:
+    ds = open_telemetry_cube(store).sel(time=slice(np.datetime64(day.isoformat()), np.datetime64(f"{day.isoformat()}T23:59")))
+    return {k: ds[k].values for k in STATS}
+
+
+def _same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
+    return all(np.array_equal(a[k], b[k], equal_nan=True) for k in STATS)
+
+
+def _stage_base(store: Store) -> None:
+    nodes = node_names(5)
+    write_topology(store, nodes, per_rack=2)
+    for d in (D1, D2):
+        write_telemetry_day(store, d, nodes, ["power_node", "temp_inlet"], freq="5min", seed=5)
+
+
+def _late_part(store: Store) -> None:
+    """A late staged part for D1 touching every node batch: D1 must be rebuilt, with other values."""
+    nodes = node_names(5)
+    t = telemetry_table([f"{D1.isoformat()}T0{h}:01Z" for h in range(5)], nodes, ["power_node"] * 5, [1e4] * 5)
+    store.write_parquet(t, store.staged_key("telemetry", D1.isoformat(), "late"))
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    """``base``: D1, D2 built, then a late part of D1 staged (not built); ``ref``: the same, built uninterrupted."""
+    root = tmp_path_factory.mktemp("faults")
+    base, ref = Store(str(root / "base")), Store(str(root / "ref"))
+    with dask_client(n_workers=1, processes=False) as c:
+        for s in (base, ref):
+            _stage_base(s)
+            build_days(s, "telemetry", [D1, D2], c, node_batch=2)
+        old = _day(base, D1)
+        for s in (base, ref):
+            _late_part(s)
+        build_days(ref, "telemetry", [D1], c, node_batch=2)
+    new = _day(ref, D1)
+    assert not _same(old, new)
+    return root, base, old, new, _day(ref, D2)
+
+
+def _kill_at(root: Path, base: Store, name: str, point: str) -> Store:
+    target = root / name
+    shutil.copytree(base.root, target)
+    env = {**os.environ, "NODEWATCH_FAULT_AT": point}
+    p = subprocess.run([sys.executable, "-c", CHILD, str(target), D1.isoformat()], cwd=REPO, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == -9, (point, p.returncode, p.stderr[-2000:])  # killed at the point, not finished
+    return Store(str(target))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point,published", [
+    ("cube:after-region:1", False),  # every variable of the day's region written into the session, no commit
+    ("cube:before-commit:1", False),  # commit lock held, nothing published
+    ("cube:after-commit:1", True),  # published, the process dies before returning
+])
+def test_kill_at_each_publish_step_of_a_day_rebuild(stores, point, published):
+    root, base, old, new, d2 = stores
+    st = _kill_at(root, base, point.replace(":", "-"), point)
+    seen = _day(st, D1)
+    assert _same(seen, new if published else old), point  # the old day or the new one, never a mix
+    c, m = seen["count"], seen["mean"]
+    assert not ((c > 0) & np.isnan(m)).any() and not ((c == 0) & np.isfinite(m)).any()
+    assert _same(_day(st, D2), d2)  # the other day is untouched
+    assert day_complete(st, D1) is published  # the marker is committed with the chunks
+    t0 = time.perf_counter()
+    with dask_client(n_workers=1, processes=False) as cl:
+        res = build_days(st, "telemetry", [D1], cl, node_batch=2)  # a lock left by the dead child is taken over
+    assert time.perf_counter() - t0 < 60 and res[0].status == "built"
+    assert _same(_day(st, D1), new) and day_complete(st, D1)  # the re-run equals an uninterrupted build
+
+
+def _chunk_files(store: Store) -> list[Path]:
+    return sorted(Path(store.path("cubes", "telemetry.zarr", "chunks")).iterdir())
+
+
+@pytest.mark.slow
+def test_damaged_chunk_is_named_and_repaired(stores):
+    from nodewatch.flows.cubes import run_build
+    from nodewatch.tasks.cubes.verify import CubeCorruptError, checked, find_damage
+
+    root, base, old, new, d2 = stores
+    target = root / "damaged"
+    shutil.copytree(base.root, target)
+    st = Store(str(target))
+    before = {f.name for f in _chunk_files(st)}
+    with dask_client(n_workers=1, processes=False) as c:  # a commit that writes D2's chunks anew
+        build_days(st, "telemetry", [D2], c, node_batch=2)
+    fresh = [f for f in _chunk_files(st) if f.name not in before]
+    assert fresh
+    victim = fresh[len(fresh) // 2]
+    blob = bytearray(victim.read_bytes())
+    for i in range(8, min(len(blob), 40), 4):  # flip bytes inside the zstd frame
+        blob[i] ^= 0xFF
+    victim.write_bytes(bytes(blob))
+    with pytest.raises(CubeCorruptError) as err:
+        checked(lambda: open_telemetry_cube(st).load(), st, "telemetry.zarr")
+    msg = str(err.value)
+    assert "\n" not in msg and D2.isoformat() in msg and victim.name in msg and "--repair" in msg
+    assert any(v in msg for v in STATS)
+    damage = find_damage(st, "telemetry.zarr")
+    assert {d.day for d in damage} == {D2.isoformat()}
+    run_build(D2, D2, st.url, kinds=("telemetry",), days=[D2])  # what `cubes verify --repair` runs
+    assert find_damage(st, "telemetry.zarr") == []
+    assert _same(_day(st, D2), d2) and _same(_day(st, D1), old)
+
+
+def test_too_many_nodes_is_one_line_before_any_allocation(tmp_path):
+    from nodewatch.tasks.cubes.build import TooManyNodesError
+
+    st = Store(str(tmp_path / "s"))
+    names = [f"x{i:05d}" for i in range(40)]
+    st.write_parquet(telemetry_table([f"{D1.isoformat()}T00:00Z"] * 40, names, ["power_node"] * 40, [1.0] * 40),
+                     st.staged_key("telemetry", D1.isoformat(), "r"))
+    with dask_client(n_workers=1, processes=False) as c, pytest.raises(TooManyNodesError) as err:
+        build_days(st, "telemetry", [D1], c, max_nodes=30)
+    assert "40 distinct nodes" in str(err.value) and "max_cube_nodes" in str(err.value) and "\n" not in str(err.value)
+    assert not repo.exists(st, "telemetry.zarr")  # refused before the cube was created
+
+
+def test_local_cluster_listens_on_loopback_only():
+    import subprocess as sp
+
+    with dask_client(n_workers=1, processes=False):
+        out = sp.run(["ss", "-ltnp"], capture_output=True, text=True).stdout
+    mine = [line.split()[3] for line in out.splitlines() if f"pid={os.getpid()}," in line]
+    assert mine and all(a.startswith("127.0.0.1:") for a in mine), mine
