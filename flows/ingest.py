@@ -17,7 +17,7 @@ from nodewatch.flows.prefect_env import artifact_key
 from nodewatch.tasks.core.runs import RunRecorder
 from nodewatch.tasks.core.settings import load_settings
 from nodewatch.tasks.core.store import Store
-from nodewatch.tasks.ingest.discovery import discover_inputs
+from nodewatch.tasks.ingest.discovery import discover_inputs, store_exclusions
 from nodewatch.tasks.ingest.ingestor import Ingestor
 from nodewatch.tasks.ingest.run import identity_columns, new_ingestor
 
@@ -110,7 +110,7 @@ def run_source(
     overrides = {k: v for k, v in (("hash_users", hash_users), ("follow_symlinks", follow_symlinks)) if v is not None}
     settings = load_settings(store=store, **overrides)
     st = Store(settings.store)
-    found = discover_inputs(paths, follow_symlinks=settings.follow_symlinks)
+    found = discover_inputs(paths, follow_symlinks=settings.follow_symlinks, exclude=store_exclusions(st.url))
     files = found.files
     params = {"source": source, "paths": paths, "format": fmt, "start": start, "end": end, "tz": tz}
     hashing = bool(identity_columns(source)) and settings.hash_users
