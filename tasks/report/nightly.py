@@ -178,12 +178,9 @@ def evaluate_day(
 
 def day_flags(store: Store, day: date) -> tuple[pd.DataFrame, pd.Timedelta]:
     """``(node, time, is_anomalous)`` of ``day`` from ``cubes/scores.zarr`` and the cube's step."""
-    import xarray as xr
+    from nodewatch.tasks.cubes import repo
 
-    from nodewatch.tasks.cubes.writer import quiet_consolidated
-
-    with quiet_consolidated():
-        ds = xr.open_zarr(store.url_of("cubes", "scores.zarr"), consolidated=True, zarr_format=3)
+    ds = repo.open_dataset(store, "scores.zarr")
     step = pd.Timedelta(seconds=int(ds.attrs["step_seconds"]))
     t0 = np.datetime64(day.isoformat(), "ns")
     sub = ds["is_anomalous"].sel(time=slice(t0, t0 + np.timedelta64(1, "D") - np.timedelta64(1, "ns")))
@@ -250,22 +247,32 @@ def report_markdown(
     checkpoint_rows: list[dict[str, Any]] | None = None,
     limit: int = 25,
 ) -> str:
-    """The nightly report as markdown (steps, scoring counts, alerts, evaluation, checkpoint excerpt)."""
+    """The nightly report as markdown (steps, scoring counts, alerts, evaluation, checkpoint excerpt).
+
+    Every value interpolated into the page goes through :func:`nodewatch.tasks.core.escape.md` (or
+    :func:`~nodewatch.tasks.core.escape.md_code`): step details carry ingest errors that quote file
+    names and input lines, so no HTML, link or table syntax from the data survives.
+    """
+    from nodewatch.tasks.core.escape import md as m
+    from nodewatch.tasks.core.escape import md_code
+
     lines = [f"# nodewatch nightly report — {day.isoformat()}", ""]
     lines += ["## Steps", "", "| step | status | details |", "|---|---|---|"]
     for name, s in steps.items():
-        lines.append(f"| {name} | {s.get('status', '')} | {s.get('details', '')} |")
+        lines.append(f"| {m(name)} | {m(s.get('status', ''))} | {m(s.get('details', ''))} |")
     lines += [
         "",
         "## Scoring",
         "",
-        f"- model: `{score.get('model_kind')}` run `{score.get('model_run')}`",
-        f"- nodes: {score.get('nodes')}, scored: {score.get('scored')}, flagged: {score.get('flagged')}",
-        f"- nodes without a model ({len(score.get('no_model', []))}): {', '.join(score.get('no_model', [])[:30]) or 'none'}",
-        f"- nodes without telemetry ({len(score.get('no_data', []))}): {', '.join(score.get('no_data', [])[:30]) or 'none'}",
-        f"- failed batches: {score.get('failed_batches') or 'none'}"
-        + (f" (nodes {', '.join(score['failed_nodes'][:50])})" if score.get("failed_nodes") else ""),
-        f"- heat map: {score.get('heatmap')}",
+        f"- model: {md_code(score.get('model_kind'))} run {md_code(score.get('model_run'))}",
+        f"- nodes: {m(score.get('nodes'))}, scored: {m(score.get('scored'))}, flagged: {m(score.get('flagged'))}",
+        f"- nodes without a model ({len(score.get('no_model', []))}): "
+        f"{m(', '.join(map(str, score.get('no_model', [])[:30])) or 'none')}",
+        f"- nodes without telemetry ({len(score.get('no_data', []))}): "
+        f"{m(', '.join(map(str, score.get('no_data', [])[:30])) or 'none')}",
+        f"- failed batches: {m(score.get('failed_batches') or 'none')}"
+        + (f" (nodes {m(', '.join(map(str, score['failed_nodes'][:50])))})" if score.get("failed_nodes") else ""),
+        f"- heat map: {md_code(score.get('heatmap'))}",
         "",
     ]
     lines += ["## Alerts", ""]
@@ -273,11 +280,11 @@ def report_markdown(
         lines += ["| node | first (UTC) | peak score | anomalous windows | top metrics |", "|---|---|---|---|---|"]
         for r in alerts.head(limit).itertuples():
             lines.append(
-                f"| {r.node} | {pd.Timestamp(r.first_time):%H:%M} | {r.peak_score:.3f} | {r.anomalous_windows} | "
-                f"{', '.join(r.top_metrics)} |"
+                f"| {m(r.node)} | {pd.Timestamp(r.first_time):%H:%M} | {r.peak_score:.3f} | {r.anomalous_windows} | "
+                f"{m(', '.join(map(str, r.top_metrics)))} |"
             )
         if len(alerts) > limit:
-            lines.append(f"\n{len(alerts) - limit} more in {score.get('alerts')}")
+            lines.append(f"\n{len(alerts) - limit} more in {md_code(score.get('alerts'))}")
     else:
         lines.append("No node flagged.")
     if evaluation is not None:
@@ -295,9 +302,9 @@ def report_markdown(
             "",
         ]
         if e.recall_by_kind:
-            lines.append("Node recall by ground-truth kind: " + ", ".join(f"{k} {v:.2f}" for k, v in e.recall_by_kind.items()))
+            lines.append("Node recall by ground-truth kind: " + ", ".join(f"{m(k)} {v:.2f}" for k, v in e.recall_by_kind.items()))
         if e.missed_nodes:
-            lines.append(f"\nMissed nodes: {', '.join(e.missed_nodes[:30])}")
+            lines.append(f"\nMissed nodes: {m(', '.join(map(str, e.missed_nodes[:30])))}")
     if checkpoint_rows:
         lines += [
             "",
@@ -308,8 +315,8 @@ def report_markdown(
         ]
         for r in checkpoint_rows[:12]:
             lines.append(
-                f"| {r['failure_model']} | {r['ckpt_cost']} | {r['checkpointable_shapes']} | "
-                f"{r['mean_saving_vs_daly_pct']} | {r['mean_saving_vs_young_pct']} |"
+                f"| {m(r['failure_model'])} | {m(r['ckpt_cost'])} | {m(r['checkpointable_shapes'])} | "
+                f"{m(r['mean_saving_vs_daly_pct'])} | {m(r['mean_saving_vs_young_pct'])} |"
             )
     return "\n".join(lines) + "\n"
 
