@@ -88,6 +88,9 @@ def train_command(
     for n, f in list(out["failed"].items())[:20]:
         console.print(safe(f"  failed {n}: {f['reason']} (kept model: {f['kept_model_from'] or 'none'})"), highlight=False)
     console.print(safe(out["table"], multiline=True), highlight=False)
+    if not out["current_moved"]:
+        first = next(iter(out["failed"].values()), {}).get("reason", "no node selected")
+        raise UserError(f"train run {out['run_id']}: no node trained, CURRENT not moved; first failure: {first}")
 
 
 def register(app: typer.Typer) -> None:

@@ -177,7 +177,7 @@ def open_dataset(store: Store, key: str) -> xr.Dataset:
 
         with warnings.catch_warnings():  # zarr notes that consolidated metadata is not in the v3 spec
             warnings.filterwarnings("ignore", message="Consolidated metadata")
-            return xr.open_zarr(store.url_of("cubes", key), consolidated=True, zarr_format=3)
+            return xr.open_zarr(store.url_of("cubes", key), consolidated=None, zarr_format=3)
     try:
         zs = readonly_store(store, key)
     except FileNotFoundError:

@@ -33,11 +33,11 @@ def synthetic_cube(n_nodes: int = 6, seed: int = 4) -> tuple[xr.Dataset, pd.Data
 
 
 def write_cube(store, ds: xr.Dataset) -> None:
-    import warnings
+    """Publish ``ds`` as ``cubes/telemetry.zarr`` (an Icechunk repository, one commit)."""
+    from nodewatch.tasks.cubes import repo
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ds.to_zarr(store.url_of("cubes", "telemetry.zarr"), mode="w", zarr_format=3, consolidated=False)
+    with repo.transaction(store, "telemetry.zarr", "test cube", create=True) as session:
+        ds.to_zarr(session.store, mode="w", zarr_format=3, consolidated=False)
 
 
 def write_labels(path, iv: pd.DataFrame) -> str:

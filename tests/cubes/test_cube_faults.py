@@ -165,3 +165,32 @@ def test_local_cluster_listens_on_loopback_only():
         out = sp.run(["ss", "-ltnp"], capture_output=True, text=True).stdout
     mine = [line.split()[3] for line in out.splitlines() if f"pid={os.getpid()}," in line]
     assert mine and all(a.startswith("127.0.0.1:") for a in mine), mine
+
+
+STATE_CHILD = """
+import sys
+import numpy as np
+from nodewatch.tasks.core.store import Store
+from nodewatch.tasks.states.cube import write_cube
+t0 = int(np.datetime64("2026-01-01", "ns").astype(np.int64))
+write_cube(Store(sys.argv[1]), np.full((2, 1440), 5, np.int8), ["cn1", "cn2"], t0, rebuild=True)
+print("done")
+"""
+
+
+@pytest.mark.slow
+def test_state_cube_rebuild_killed_leaves_the_previous_cube(tmp_path):
+    from nodewatch import open_cube
+    from nodewatch.tasks.states.cube import write_cube
+
+    st = Store(str(tmp_path / "s"))
+    t0 = int(np.datetime64("2026-01-01", "ns").astype(np.int64))
+    write_cube(st, np.full((2, 1440), 3, np.int8), ["cn1", "cn2"], t0)
+    for point in ("cube:before-commit:1", "cube:after-commit:1"):
+        p = subprocess.run([sys.executable, "-c", STATE_CHILD, st.url], cwd=REPO, capture_output=True, text=True,
+                           env={**os.environ, "NODEWATCH_FAULT_AT": point}, timeout=300)
+        assert p.returncode == -9, p.stderr[-2000:]
+        want = 3 if point == "cube:before-commit:1" else 5
+        assert (open_cube("state", st)["state"].values == want).all(), point  # readable, old or new, whole
+    write_cube(st, np.full((2, 1440), 7, np.int8), ["cn1", "cn2"], t0)  # a plain build afterwards works
+    assert (open_cube("state", st)["state"].values == 7).all()
