@@ -50,9 +50,10 @@ from nodewatch.schemas.alerts import (
     TICKETS,
     alert_id,
 )
+from nodewatch.schemas.names import normalise_node
 from nodewatch.tasks.ingest.base import Format, ParseContext, ParseResult, SourceSpec, rejects_table
 from nodewatch.tasks.ingest.inputs import InputError, iter_lines
-from nodewatch.tasks.ingest.syslog_blocks import MAX_EPOCH_S, normalise_host
+from nodewatch.tasks.ingest.syslog_blocks import MAX_EPOCH_S
 from nodewatch.tasks.ingest.syslog_rfc3164 import sniff_share
 
 _NS = 1_000_000_000
@@ -173,7 +174,7 @@ def _nagios_line(raw: bytes, text: str, aliases: Mapping[str, str]) -> dict | st
         return f"parse: attempt {attempt[:20]!r} is not a number"
     if not service.strip():
         return "parse: empty service name"
-    node, why = normalise_host(host, aliases)
+    node, why = normalise_node(host, aliases)
     if node is None:
         return why  # type: ignore[return-value]
     return {
@@ -323,7 +324,7 @@ def _alert_record(r: dict[str, str], ctx: ParseContext, aliases: Mapping[str, st
         return f"parse: attempt {att[:20]!r} is not a number"
     if not service:
         return "parse: empty service name"
-    node, why = normalise_host(r["node"].strip(), aliases)
+    node, why = normalise_node(r["node"].strip(), aliases)
     if node is None:
         return why  # type: ignore[return-value]
     given = (r.get("alert_id") or "").strip()
@@ -367,7 +368,7 @@ def _ticket_record(r: dict[str, str], ctx: ParseContext, aliases: Mapping[str, s
         closed = parse_time(r["closed"], ctx.tz)
         if isinstance(closed, str):
             return f"parse: closed: {closed}"
-    node, why = normalise_host(r["node"].strip(), aliases)
+    node, why = normalise_node(r["node"].strip(), aliases)
     if node is None:
         return why  # type: ignore[return-value]
     service = (r.get("service") or "").strip() or HOST_SERVICE

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from nodewatch.schemas.gx_suite import runtime_expectations
 from nodewatch.schemas.manifest import InputRecord, RowCounts
+from nodewatch.schemas.names import lower_aliases
 from nodewatch.tasks.core.commit import CommitError, StagedCommit
 from nodewatch.tasks.core.commit_gc import clean_dead_parts
 from nodewatch.tasks.core.counters import CounterCarry, CounterState, merge_states, state_from_table, state_to_table
@@ -54,6 +55,8 @@ from nodewatch.tasks.ingest.validation import (
     _encode_strings,
     _list_check,
     _low_cardinality_strings,
+    canonical_node_columns,
+    node_columns,
 )
 
 
@@ -105,6 +108,9 @@ class Ingestor:
         self.tz = tz
         self.aliases = aliases or {}
         self.schema = spec.table
+        self._node_cols = node_columns(self.schema)  # normalised in _conform: one name per node, every source
+        self._low_aliases = lower_aliases(self.aliases)
+        self._node_cache: dict[str, str] = {}
         self.staged_schema = self.schema.arrow_schema()
         if "source_offset" not in self.staged_schema.names:
             self.staged_schema = self.staged_schema.append(pa.field("source_offset", pa.int64()))
@@ -363,7 +369,8 @@ class Ingestor:
         if missing:
             raise RuntimeError(f"parser for {self.spec.name} did not produce columns {missing}")
         cols = [_conform_column(rows.column(f.name), f.type) for f in fields]
-        return pa.table(cols, schema=pa.schema([f.with_type(c.type) for f, c in zip(fields, cols, strict=True)]))
+        t = pa.table(cols, schema=pa.schema([f.with_type(c.type) for f, c in zip(fields, cols, strict=True)]))
+        return canonical_node_columns(t, *self._node_cols, self._low_aliases, self._node_cache)
 
     # ------------------------------------------------------------------ finish
     def finish(self, data_docs: bool = True) -> IngestResult:

@@ -21,7 +21,6 @@ aliases applied; an invalid name rejects the row with a reason and is never used
 from __future__ import annotations
 
 import lzma
-import re
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nodewatch.schemas.names import is_valid_node_name
+from nodewatch.schemas.names import normalise_node
 from nodewatch.tasks.ingest import localtime
 from nodewatch.tasks.ingest.base import ParseContext, ParseResult, rejects_table
 from nodewatch.tasks.ingest.inputs import InputError
@@ -408,31 +407,10 @@ def local_now(ref: datetime, tz: str) -> datetime:
 
 # -------------------------------------------------------------------------------------- hosts
 
-_FQDN_RE = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,62}(?:\.[a-z0-9_\-]{1,63})*$")
-_IPV4_RE = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
-
-
 def normalise_host(raw: str, aliases: Mapping[str, str]) -> tuple[str | None, str | None]:
-    """Canonical node name of a host field: ``(name, None)`` or ``(None, reason)``.
-
-    Steps: reject non-ASCII (unicode look-alikes) and anything that is not a host name, before
-    any transformation; lower-case; an alias of the full name wins; else strip the domain of an
-    FQDN (not of an IPv4 literal) and apply an alias of the short name. The result must satisfy
-    :data:`nodewatch.schemas.names.NODE_NAME_PATTERN`.
-    """
-    shown = repr(raw[:80]) + ("..." if len(raw) > 80 else "")
-    if not raw.isascii():
-        return None, f"parse: invalid host name {shown} (non-ASCII)"
-    low = raw.lower()
-    if len(low) > 253 or not _FQDN_RE.match(low):
-        return None, f"parse: invalid host name {shown}"
-    name = aliases.get(low)
-    if name is None:
-        short = low if _IPV4_RE.match(low) else low.split(".", 1)[0]
-        name = aliases.get(short, short)
-    if not is_valid_node_name(name):
-        return None, f"parse: invalid host name {shown} (normalised {name[:80]!r})"
-    return name, None
+    """Canonical node name of a host field: ``(name, None)`` or ``(None, reason)``; the one rule of
+    every source, :func:`nodewatch.schemas.names.normalise_node` (case, domain, topology aliases)."""
+    return normalise_node(raw, aliases)
 
 
 _HOST_CACHE_MAX = 1 << 16

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from nodewatch.schemas.names import normalise_node
 from nodewatch.schemas.topology import ROW_CHECKS, TOPOLOGY
 from nodewatch.tasks.core.store import Store
 from nodewatch.tasks.ingest._vectorised import (
@@ -115,6 +116,9 @@ def _run_of(path: str) -> str:
 def load_topology(store: Store) -> tuple[set[str], dict[str, str], pa.Table | None]:
     """Known nodes, alias -> node map and rows of the current (latest staged) topology snapshot.
 
+    Node names are canonical (:func:`nodewatch.schemas.names.normalise_node`) and aliases keyed
+    lower-case, so every source maps an alias, in any case, to the one name of its node.
+
     Returns ``(set(), {}, None)`` when no topology was staged.
     """
     files = store.staged_files(TOPOLOGY.name)
@@ -129,9 +133,11 @@ def load_topology(store: Store) -> tuple[set[str], dict[str, str], pa.Table | No
     table = pa.concat_tables(parts, promote_options="permissive")
     latest_t = pc.max(table.column("valid_from"))
     table = table.filter(pc.equal(table.column("valid_from"), latest_t)) if len(parts) > 1 else table
-    nodes = table.column("node").to_pylist()
+    # canonical names (one name per node, :func:`normalise_node`), also for snapshots staged before the rule
+    nodes = [normalise_node(n)[0] or n for n in table.column("node").to_pylist()]
+    table = table.set_column(table.column_names.index("node"), "node", pa.array(nodes, pa.string()))
     aliases: dict[str, str] = {}
     for node, al in zip(nodes, table.column("aliases").to_pylist(), strict=True):
         for a in al or []:
-            aliases[a] = node
+            aliases[a.lower()] = node
     return set(nodes), aliases, table

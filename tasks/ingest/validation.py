@@ -2,20 +2,22 @@
 
 The chunking of parser batches for one validation call (``VALIDATE_ROWS`` / ``VALIDATE_BYTES``),
 the node-list row check (:func:`_list_check`), the conforming of parsed columns to the staged
-types and the dictionary encoding of low-cardinality strings (``_DICT``), and the schema of
-quarantined rows (``QUARANTINE_SCHEMA``). The GX suite itself runs in
+types and the dictionary encoding of low-cardinality strings (``_DICT``), the canonical node names
+of every node column (:func:`canonical_node_columns`: one name per node, whatever the source), and
+the schema of quarantined rows (``QUARANTINE_SCHEMA``). The GX suite itself runs in
 :class:`nodewatch.tasks.core.validate.BatchValidator`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nodewatch.schemas.names import node_name_mask
+from nodewatch.schemas.names import NODE_NAME_PATTERN, canonical_nodes, node_name_mask
+from nodewatch.schemas.table import TableSchema
 
 VALIDATE_ROWS = 4_000_000
 VALIDATE_BYTES = 192 * 2**20
@@ -94,3 +96,37 @@ def _conform_column(col: pa.ChunkedArray, typ: pa.DataType) -> pa.ChunkedArray:
     if col.type == _DICT and typ == pa.string():
         return col
     return col.cast(typ)
+
+
+def node_columns(schema: TableSchema) -> tuple[list[str], list[str]]:
+    """``(scalar, list)`` columns of ``schema`` that hold node names: string columns validated with
+    :data:`~nodewatch.schemas.names.NODE_NAME_PATTERN` and list columns named ``node_list``
+    (a job's or reservation's expanded hosts)."""
+    scalar = [c.name for c in schema.columns if c.regex == NODE_NAME_PATTERN]
+    lists = [c.name for c in schema.columns if c.name == "node_list" and pa.types.is_list(c.type)]
+    return scalar, lists
+
+
+def canonical_node_columns(
+    t: pa.Table, scalar: list[str], lists: list[str], aliases: Mapping[str, str], cache: dict[str, str] | None = None
+) -> pa.Table:
+    """``t`` with every node name of ``scalar`` and ``lists`` columns replaced by its canonical name
+    (:func:`nodewatch.schemas.names.canonical_nodes`: case, domain, topology aliases; ``aliases``
+    keyed lower-case). Names the rule refuses are kept for the validation to reject."""
+    for name in scalar:
+        if name in t.column_names:
+            t = t.set_column(t.column_names.index(name), name, canonical_nodes(t.column(name), aliases, cache))
+    for name in lists:
+        if name not in t.column_names:
+            continue
+        col = t.column(name)
+        chunks = []
+        for ch in col.chunks:
+            if len(ch.values):
+                vals = canonical_nodes(ch.values, aliases, cache)
+                if pa.types.is_dictionary(vals.type):
+                    vals = vals.cast(pa.string())
+                ch = pa.ListArray.from_arrays(ch.offsets, vals, type=ch.type, mask=ch.is_null() if ch.null_count else None)
+            chunks.append(ch)
+        t = t.set_column(t.column_names.index(name), name, pa.chunked_array(chunks, col.type))
+    return t

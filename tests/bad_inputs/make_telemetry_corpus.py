@@ -268,7 +268,8 @@ def generate(out: Path, seed: int = 0) -> list[Case]:
             },
         )
     )
-    unknown = [good[0], f"{_t(1)},n999,temp_cpu0,40", f"{_t(2)},n001.other-cluster,temp_cpu0,40"]
+    # one name per node: n001.other-cluster would be n001 (domain stripped), so the unknown FQDN is n099's
+    unknown = [good[0], f"{_t(1)},n999,temp_cpu0,40", f"{_t(2)},n099.other-cluster,temp_cpu0,40"]
     cases.append(
         Case("unknown nodes", "telemetry", [put("unknown.csv", _csv(unknown))], staged=1, quarantined={3: [INSET], 4: [INSET]})
     )
