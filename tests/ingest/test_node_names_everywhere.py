@@ -46,7 +46,12 @@ def _inputs() -> dict[str, dict[str, bytes]]:
     """source -> {file name: bytes}: every format that carries a node name, each with spellings of cn0003."""
     ts = [datetime.fromtimestamp(T0 + 60 * i, UTC) for i in range(3)]
     long_pq = pa.table(
-        {"timestamp": ts, "node": ["CN0003", "cn0003.example.org", "CN0003-BMC"], "metric": ["load1"] * 3, "value": [1.0, 2.0, 3.0]}
+        {
+            "timestamp": ts,
+            "node": ["CN0003", "cn0003.example.org", "CN0003-BMC"],
+            "metric": ["load1"] * 3,
+            "value": [1.0, 2.0, 3.0],
+        }
     )
     turin = pa.table(
         {"date": ts, "power": [300.0, 310.0, 320.0], "cpu1": [40.0] * 3, "cpu2": [41.0] * 3, "cpus_alloc": [12.0] * 3}
@@ -54,11 +59,11 @@ def _inputs() -> dict[str, dict[str, bytes]]:
     return {
         "telemetry": {
             "long.csv": (
-                "timestamp,node,metric,value\n"
-                "2024-03-01T06:00:00Z,CN0003.example.org,temp_cpu0,40\n"
-                "2024-03-01T06:01:00Z,cn0003,temp_cpu0,41\n"
-                "2024-03-01T06:02:00Z,CN0003-BMC,temp_cpu0,42\n"
-            ).encode(),
+                b"timestamp,node,metric,value\n"
+                b"2024-03-01T06:00:00Z,CN0003.example.org,temp_cpu0,40\n"
+                b"2024-03-01T06:01:00Z,cn0003,temp_cpu0,41\n"
+                b"2024-03-01T06:02:00Z,CN0003-BMC,temp_cpu0,42\n"
+            ),
             "ldms.csv": (
                 "#Time,Time_usec,ProducerName,component_id,job_id,temp_inlet\n"
                 f"{T0 + 600}.0,0,cn0003-ib,1,0,20\n{T0 + 660}.0,0,CN0003.EXAMPLE.ORG,1,0,21\n"
@@ -68,16 +73,16 @@ def _inputs() -> dict[str, dict[str, bytes]]:
         },
         "syslog": {
             "messages.log": (
-                "<13>1 2024-03-01T06:00:00Z CN0003.example.org kernel - - - one\n"
-                "<13>1 2024-03-01T06:00:01Z cn0003-ib kernel - - - two\n"
-                "<13>1 2024-03-01T06:00:02Z CN0003-BMC kernel - - - three\n"
-            ).encode(),
+                b"<13>1 2024-03-01T06:00:00Z CN0003.example.org kernel - - - one\n"
+                b"<13>1 2024-03-01T06:00:01Z cn0003-ib kernel - - - two\n"
+                b"<13>1 2024-03-01T06:00:02Z CN0003-BMC kernel - - - three\n"
+            ),
         },
         "jobs": {
             "sacct.log": (
-                "JobID|User|Group|Partition|State|Submit|Start|End|NNodes|NodeList\n"
-                "101|alice|users|batch|COMPLETED|2024-03-01T05:00:00|2024-03-01T05:10:00|2024-03-01T06:00:00|2|CN[0003-0004]\n"
-            ).encode(),
+                b"JobID|User|Group|Partition|State|Submit|Start|End|NNodes|NodeList\n"
+                b"101|alice|users|batch|COMPLETED|2024-03-01T05:00:00|2024-03-01T05:10:00|2024-03-01T06:00:00|2|CN[0003-0004]\n"
+            ),
         },
         "alerts": {
             "alerts.csv": (
@@ -89,10 +94,13 @@ def _inputs() -> dict[str, dict[str, bytes]]:
             "tickets.csv": f"ticket_id,node,false_positive,opened,alert_time\nT-1,CN0003-BMC,no,{T0 + 120},{T0}\n".encode(),
         },
         "reservations": {
-            "res.csv": "name,start,end,nodes\nmaint,2024-03-01T08:00:00Z,2024-03-01T09:00:00Z,\"CN[0003-0004]\"\n".encode(),
+            "res.csv": b"name,start,end,nodes\nmaint,2024-03-01T08:00:00Z,2024-03-01T09:00:00Z,\"CN[0003-0004]\"\n",
         },
         "failures": {
-            "pnnl.csv": b"Date,Hardware Identifier,What Failed,Description of Failure,Action Taken\n3/1/2024 7:00,node 3,DISK,io,REPLACE\n",
+            "pnnl.csv": (
+                b"Date,Hardware Identifier,What Failed,Description of Failure,Action Taken\n"
+                b"3/1/2024 7:00,node 3,DISK,io,REPLACE\n"
+            ),
         },
     }
 
