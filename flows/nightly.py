@@ -240,6 +240,9 @@ def _score_days(st: Store, days: list[date], kind: str, model_run: str, force: b
             for fail in failures:
                 logger.error(fail["error"])
                 rec.error(fail["error"])
+            for err in (e for r in results for e in r.get("errors", [])):  # nodes failed alone (damaged model files)
+                logger.error(err)
+                rec.error(err)
             if failures and not results:  # nothing scored: publish nothing, the day's previous scores stay
                 msg = (f"scoring {d.isoformat()}: all {len(failures)} node batch(es) failed; nothing published, "
                        "the previously published scores and summary of the day are kept")

@@ -221,7 +221,8 @@ def _summary_row(day: date, node: str, status: str, reason: str | None = None, *
 def score_region(job: ScoreJob) -> dict[str, Any]:
     """Score one (day, node batch) region with the models of ``job.model_run`` and write it to the scores cube.
 
-    Returns ``{"batch", "nodes", "rows" (summary rows), "arrays" (store path of the region's score/threshold/
+    Returns ``{"batch", "nodes", "rows" (summary rows), "errors" (one line per node whose model files are damaged:
+    it is listed ``failed``, the others are scored), "arrays" (store path of the region's score/threshold/
     is_anomalous/contribution, an ``.npz`` that :func:`finish_day` commits), "seconds", "scored", "no_model"}``:
     plain data, so an orchestrator may keep it as JSON.
     Raises :class:`ScoringError` naming the batch's nodes if anything goes wrong (the caller keeps going).
@@ -299,6 +300,7 @@ def score_region(job: ScoreJob) -> dict[str, Any]:
                 first_anomalous=pd.Timestamp(times[int(np.argmax(an))], tz="UTC") if an.any() else None,
                 top_metrics=_top(metrics, weights)))
         return {"batch": job.batch, "nodes": nodes, "rows": rows, "arrays": arrays, "seconds": time.perf_counter() - t_start,
+                "errors": list(bad.values()),
                 "scored": int(sum(r["status"] == "scored" for r in rows)),
                 "no_model": int(sum(r["status"] == "no-model" for r in rows))}
     except Exception as e:
@@ -395,9 +397,9 @@ def group_jobs(jobs: list[ScoreJob], n_groups: int) -> list[tuple[ScoreJob, ...]
 def score_regions(jobs: Sequence[ScoreJob]) -> list[dict[str, Any]]:
     """Score several regions one after the other (see :func:`score_region`); returns their outputs.
 
-    Every region is attempted even if an earlier one fails; if any failed, raises
-    :class:`PartialScoringError` carrying the outputs of the scored regions and the failures
-    (each naming its batch's nodes).
+    Every region is attempted even if an earlier one fails; if any failed, or a node of a scored region
+    failed alone (damaged model files), raises :class:`PartialScoringError` carrying the outputs of the
+    scored regions and the batch failures (each naming its batch's nodes).
     """
     results, failures = [], []
     for j in jobs:
@@ -405,8 +407,9 @@ def score_regions(jobs: Sequence[ScoreJob]) -> list[dict[str, Any]]:
             results.append(score_region(j))
         except ScoringError as e:
             failures.append(batch_failure(Store(j.store_url), j, str(e)))
-    if failures:
-        raise PartialScoringError("; ".join(f["error"] for f in failures), results, failures)
+    node_errors = [e for r in results for e in r.get("errors", [])]
+    if failures or node_errors:  # never a complete (cacheable) result while a node failed
+        raise PartialScoringError("; ".join([f["error"] for f in failures] + node_errors), results, failures)
     return results
 
 
