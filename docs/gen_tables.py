@@ -24,8 +24,22 @@ expectation or parser rule that failed), `source_offset` and the `raw` row.
 """
 
 
+CATALOGUE_INTRO = """
+### Metric catalogue (`schemas/metrics.py`)
+
+The `metric` column holds one of these names; `value` is in the metric's unit (UDUNITS/CF spelling,
+`"1"` = a count or ratio) and inside its physical range, else the row is quarantined with the reason
+`expect_metric_values_in_catalogue_range(value): <metric> outside [<min>, <max>] <unit>`. Counters are
+staged as their `<name>_rate` gauges. A metric standardised upstream is its own name `<name>_std`
+(unit `"1"`), never mixed with the physical values. The telemetry cube carries the same `units`,
+`long_name`, `valid_min` and `valid_max` per metric (`metric_units`, `metric_long_name`).
+
+"""
+
+
 def render() -> str:
     """The markdown text of docs/tables.md."""
+    from nodewatch.schemas.metrics import markdown as metric_markdown
     from nodewatch.tasks.ingest.registry import sources
 
     parts = [HEADER]
@@ -37,6 +51,8 @@ def render() -> str:
         seen.add(t.name)
         fmts = ", ".join(f"`{f.name}`" for f in spec.formats)
         parts.append(f"\n## {t.name}\n\nSource `nodewatch ingest {name}` — formats: {fmts}.\n\n{t.markdown()}\n")
+        if t.name == "telemetry":
+            parts.append(CATALOGUE_INTRO + metric_markdown() + "\n")
     return "".join(parts)
 
 

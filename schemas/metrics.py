@@ -15,8 +15,19 @@ Names are a superset of what ``tasks/simulate/metrics.py`` writes (checked by
 ``tests/test_telemetry_catalogue.py``: same names and kinds, catalogue ranges contain the
 simulator's; per-socket CPU metrics ``cpu<k>_…`` for sockets 0-7, ``fan<k>_rpm`` for 0-15; the
 simulator's fan unit ``rpm`` is written ``min-1`` here, the UDUNITS spelling) plus the four
-columns of the real Turin per-node files (``power``, ``cpu1``, ``cpu2``, ``cpus_alloc``), which
-were standardised upstream and are therefore dimensionless (unit ``"1"``) with a wide range.
+columns of the real Turin per-node files (``power`` in W, ``cpu1``/``cpu2`` socket temperatures in
+degC, ``cpus_alloc`` a CPU count; ``../shared/data/PROVENANCE.md``).
+
+Units are true
+--------------
+Every entry carries the physical unit of the values staged under its name (UDUNITS/CF spelling:
+``W``, ``degC``, ``By``, ``%``, ``min-1``, ``"1"`` for counts and ratios) and a physical range; the
+range check quarantines a value outside it with the metric, range and unit in the reason (a node
+power of 0.155 W is a failed sensor, not a reading). Values that were *standardised* upstream have
+no unit and no physical range: they are staged under their own name ``<name>_std`` (unit ``"1"``,
+range ``±STD_RANGE``), never under the physical name. The telemetry cube takes each metric's
+``units``, ``long_name``, ``valid_min`` and ``valid_max`` from here (``schemas/cubes.py``
+:func:`~nodewatch.schemas.cubes.metric_attrs`).
 
 Unknown metrics
 ---------------
@@ -80,6 +91,26 @@ class Metric:
         return Metric(self.rate_name, unit, f"rate of {self.long_name}", 0.0, self.rate_max, "gauge")
 
 
+POWER_NODE_MIN_W = 1.0
+"""Lowest physical node input power (W): a node's BMC alone draws more, even with the node off; a lower
+reading (0 W, or the 0.155 W of D.A.V.I.D.E.'s failed-sensor stretch) is a sensor fault, quarantined."""
+
+STD_SUFFIX = "_std"
+"""Suffix of a standardised variant: ``<name>_std`` holds ``<name>`` after an upstream scaling (z-scores or
+similar), unit ``"1"``: never mixed with the physical values under the physical name."""
+STD_RANGE = 1e4
+"""A standardised value has no physical range: only ``|value| <= STD_RANGE`` (and finite) is checked."""
+STD_VARIANTS = ("power", "cpu1", "cpu2", "cpus_alloc")
+"""Metrics that also exist standardised (the older ADMIRE Turin files): ``power_std`` etc."""
+
+
+def std_metric(m: Metric) -> Metric:
+    """The standardised variant of ``m``: ``<name>_std``, dimensionless, range ``[-STD_RANGE, STD_RANGE]``."""
+    return Metric(
+        f"{m.name}{STD_SUFFIX}", "1", f"{m.long_name}, standardised upstream (no physical unit)", -STD_RANGE, STD_RANGE, "gauge"
+    )
+
+
 def _g(name: str, unit: str, long_name: str, lo: float | None, hi: float | None) -> Metric:
     return Metric(name, unit, long_name, lo, hi, "gauge")
 
@@ -111,7 +142,7 @@ def _base_metrics() -> list[Metric]:
         _g("mem_cached", "By", "page cache", 0.0, mem),
         _g("mem_buffers", "By", "buffer cache", 0.0, mem),
         _g("swap_used", "By", "swap used", 0.0, mem),
-        _g("power_node", "W", "node input power", 0.0, 20_000.0),
+        _g("power_node", "W", "node input power", POWER_NODE_MIN_W, 20_000.0),
         _g("power_cpu", "W", "CPU package power (all sockets)", 0.0, 5_000.0),
         _g("power_mem", "W", "memory (DRAM) power", 0.0, 2_000.0),
         _g("power_gpu", "W", "GPU power (all GPUs)", 0.0, 10_000.0),
@@ -148,14 +179,16 @@ def _base_metrics() -> list[Metric]:
         _c("ctx_switches", "1", "context switches", 1e10),
         _c("interrupts", "1", "interrupts serviced", 1e10),
     ]
-    # Real Turin (ADMIRE) per-node files: standardised upstream, so dimensionless with a wide range.
-    turin = "standardised upstream (ADMIRE Turin dataset), not a physical unit"
+    # Real Turin (ADMIRE) per-node files, in physical units (../shared/data/PROVENANCE.md: power 136-608 W,
+    # cpu1/cpu2 socket temperatures 28-88 degC, cpus_alloc 0-48 CPUs); the older standardised copies of the
+    # same columns are the TURIN_STD variants below, never these names.
     m += [
-        _g("power", "1", f"node power, {turin}", -1e4, 1e4),
-        _g("cpu1", "1", f"CPU 1 load, {turin}", -1e4, 1e4),
-        _g("cpu2", "1", f"CPU 2 load, {turin}", -1e4, 1e4),
-        _g("cpus_alloc", "1", f"allocated CPUs, {turin}", -1e4, 1e4),
+        _g("power", "W", "node input power (Turin)", POWER_NODE_MIN_W, 20_000.0),
+        _g("cpu1", "degC", "CPU temperature of socket 1 (Turin)", -20.0, 130.0),
+        _g("cpu2", "degC", "CPU temperature of socket 2 (Turin)", -20.0, 130.0),
+        _g("cpus_alloc", "1", "CPUs allocated to jobs (Turin)", 0.0, 4096.0),
     ]
+    m += [std_metric(x) for x in m if x.name in STD_VARIANTS]
     return m
 
 

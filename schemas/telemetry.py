@@ -17,7 +17,9 @@ telemetry ``SourceSpec.row_checks`` (``tasks/ingest/base.py``): each is a functi
 * ``expect_column_values_to_be_finite(value)``: NaN, +inf, -inf fail;
 * ``expect_metric_in_catalogue(metric)``: metrics not in :data:`nodewatch.schemas.metrics.STAGED_METRICS`
   fail (unknown-metric policy: quarantine, see ``schemas/metrics.py``);
-* ``expect_metric_values_in_catalogue_range(value)``: ``value`` outside ``[min, max]`` of its metric.
+* ``expect_metric_values_in_catalogue_range(value)``: ``value`` outside ``[min, max]`` of its metric;
+  the quarantine reason names the metric, range and unit
+  (``expect_metric_values_in_catalogue_range(value): power_node outside [1, 20000] W``).
 
 The same rules written as GX expectations are :func:`catalogue_expectations`
 (``ExpectColumnValuesToBeInSet`` on ``metric``; one ``ExpectColumnValuesToBeBetween`` on ``value``
@@ -89,6 +91,12 @@ def _bounds() -> tuple[pa.Array, np.ndarray, np.ndarray]:
 
 def _masks(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(non-finite, unknown metric, out of range) masks of a telemetry batch."""
+    nonfinite, unknown, out, _ = _masks_idx(table)
+    return nonfinite, unknown, out
+
+
+def _masks_idx(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_masks` plus each row's index into :data:`STAGED_METRICS` (-1 = unknown)."""
     names, lo, hi = _bounds()
     value = table.column("value").to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
     metric = table.column("metric")
@@ -107,13 +115,32 @@ def _masks(table: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     safe = np.where(unknown, 0, idx_np)
     with np.errstate(invalid="ignore"):
         out = ~unknown & ~nonfinite & ((value < lo[safe]) | (value > hi[safe]))
-    return nonfinite, unknown, out
+    return nonfinite, unknown, out, idx_np
+
+
+def range_label(name: str) -> str:
+    """Quarantine reason of a value of metric ``name`` outside its catalogue range, e.g.
+    ``expect_metric_values_in_catalogue_range(value): power_node outside [1, 20000] W``."""
+    m = CATALOGUE[name]
+    lo = "-inf" if m.min is None else f"{m.min:g}"
+    hi = "inf" if m.max is None else f"{m.max:g}"
+    return f"{RANGE_LABEL}: {name} outside [{lo}, {hi}] {m.unit}"
 
 
 def row_checks(table: pa.Table) -> list[tuple[str, np.ndarray]]:
-    """Per-metric row checks for ``SourceSpec.row_checks``: ``[(label, failing_mask), ...]``."""
-    nonfinite, unknown, out = _masks(table)
-    return [(FINITE_LABEL, nonfinite), (CATALOGUE_LABEL, unknown), (RANGE_LABEL, out)]
+    """Per-metric row checks for ``SourceSpec.row_checks``: ``[(label, failing_mask), ...]``.
+
+    A range violation's label names the metric, its range and unit (:func:`range_label`): one
+    label per metric with violations in the batch, so the quarantine reason says which rule failed.
+    """
+    nonfinite, unknown, out, idx = _masks_idx(table)
+    checks = [(FINITE_LABEL, nonfinite), (CATALOGUE_LABEL, unknown)]
+    if out.any():
+        for k in np.unique(idx[out]).tolist():
+            checks.append((range_label(STAGED_METRICS[k]), out & (idx == k)))
+    else:
+        checks.append((RANGE_LABEL, out))
+    return checks
 
 
 ROW_CHECKS = (row_checks,)

@@ -24,7 +24,7 @@ Formats
 ``turin-parquet``
     the real ADMIRE Turin per-node files ``<node>.parquet`` with columns ``power, cpu1, cpu2,
     cpus_alloc, date`` (``date`` UTC): the node is the file name (validated with
-    ``nodewatch.schemas.names``; a hostile file name is a file error); every non-``date`` column is melted.
+    ``nodewatch.schemas.names``; a hostile file name is a file error); each value column is melted (``<c>_std``: turin_units).
 
 Times: timestamp columns with a zone are converted to UTC; zone-less timestamps are read in
 ``ParseContext.tz``; strings are ISO 8601 (``T`` or space, optional fraction and ``Z``/offset);
@@ -77,6 +77,7 @@ from nodewatch.tasks.ingest._vectorised import (
     value_to_float,
 )
 from nodewatch.tasks.ingest.base import REJECT_SCHEMA, Format, ParseContext, ParseResult, SourceSpec, empty_rejects
+from nodewatch.tasks.ingest.turin_units import turin_metric_names
 
 ROW_SCHEMA = TELEMETRY.arrow_schema()
 TIME_NAMES = ("timestamp", "time")
@@ -315,7 +316,7 @@ def _parse_turin_file(pf: pq.ParquetFile, ctx: ParseContext) -> Iterator[ParseRe
     metrics = [c for c in names if c != TURIN_TIME and not c.startswith("__index_level_")]
     em = _Emitter(ctx)
     offset = 0
-    m_arr = pa.array(metrics, pa.string())
+    m_arr = pa.array(turin_metric_names(pf, metrics), pa.string())  # <name>_std for a standardised file
     for rb in _iter_parquet(pf, ctx, [TURIN_TIME, *metrics]):
         n = rb.num_rows
         k = len(metrics)

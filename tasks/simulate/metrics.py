@@ -53,7 +53,7 @@ METRICS: tuple[MetricSpec, ...] = tuple(
         _g("mem_cached", "By", 0.0, MEM_BYTES, "page cache"),
         _g("mem_buffers", "By", 0.0, MEM_BYTES, "buffers"),
         _g("swap_used", "By", 0.0, 16 * 2**30, "used swap"),
-        _g("power_node", "W", 0.0, 2000.0, "node input power (BMC)"),
+        _g("power_node", "W", 1.0, 2000.0, "node input power (BMC)"),
         _g("power_cpu", "W", 0.0, 1000.0, "CPU package power, both sockets (RAPL)"),
         _g("power_mem", "W", 0.0, 300.0, "DRAM power (RAPL)"),
         _g("temp_cpu0", "degC", 10.0, 110.0, "socket 0 package temperature"),

@@ -25,7 +25,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-KNOWN_NODES = frozenset({"n001", "n002", "n003", "n004", "broadwell-000"})
+from nodewatch.schemas.telemetry import range_label
+
+KNOWN_NODES = frozenset({"n001", "n002", "n003", "n004", "broadwell-000", "broadwell-003"})
 ALIASES = {"n001-ib": "n001"}
 
 RX = "expect_column_values_to_match_regex(node)"
@@ -34,6 +36,7 @@ HOSTILE = f"{RX}; {INSET}"
 LONG = f"expect_column_value_lengths_to_be_between(node); {INSET}"
 """A name longer than 63 characters fails the node-name length expectation."""
 RANGE = "expect_metric_values_in_catalogue_range(value)"
+"""Prefix of every range reason; the full reason names metric, range and unit (:func:`range_label`)."""
 FIN = "expect_column_values_to_be_finite(value)"
 NAN = f"expect_column_values_to_not_be_null(value); {FIN}"
 CAT = "expect_metric_in_catalogue(metric)"
@@ -89,8 +92,15 @@ def _long_parquet(n: int) -> bytes:
     return buf.getvalue()
 
 
-def _turin(columns: tuple[str, ...] = ("power", "cpu1", "cpu2", "cpus_alloc"), n: int = 10) -> bytes:
-    data = {c: pa.array(np.linspace(-1, 1, n), pa.float32()) for c in columns}
+def _turin(columns: tuple[str, ...] = ("power", "cpu1", "cpu2", "cpus_alloc"), n: int = 10, physical: bool = False) -> bytes:
+    """A Turin per-node file: standardised values (float32, -1..1, like the older ADMIRE files) or, with
+    ``physical``, values in units like ``turin/raw/`` (power 200.. W with one 0.155 W sensor fault, degC, CPU counts)."""
+    if physical:
+        phys = {"power": np.r_[0.155, np.linspace(200, 600, n - 1)], "cpu1": np.linspace(30, 80, n),
+                "cpu2": np.linspace(31, 61, n), "cpus_alloc": np.arange(n, dtype=float) % 49}
+        data = {c: pa.array(phys[c], pa.float64()) for c in columns}
+    else:
+        data = {c: pa.array(np.linspace(-1, 1, n), pa.float32()) for c in columns}
     data["date"] = pd.date_range(T0, periods=n, freq="min")
     buf = io.BytesIO()
     pq.write_table(pa.table(data), buf)
@@ -201,7 +211,15 @@ def generate(out: Path, seed: int = 0) -> list[Case]:
             "telemetry",
             [put("ranges.csv", _csv(ranges))],
             staged=2,
-            quarantined={3: [RANGE], 4: [RANGE], 5: [NAN], 6: [FIN], 7: [FIN], 8: [CAT], 9: [RANGE]},
+            quarantined={
+                3: [range_label("power_node")],
+                4: [range_label("temp_cpu0")],
+                5: [NAN],
+                6: [FIN],
+                7: [FIN],
+                8: [CAT],
+                9: [range_label("mem_used")],
+            },
         )
     )
     times = [
@@ -355,14 +373,28 @@ def generate(out: Path, seed: int = 0) -> list[Case]:
             "telemetry",
             [put("ldms.csv", ldms.encode())],
             staged=2,
-            quarantined={3: ["parse: expected 7 fields, found 6"], 4: ["parse: value of temp_cpu0 is not a number", RANGE]},
+            quarantined={
+                3: ["parse: expected 7 fields, found 6"],
+                4: ["parse: value of temp_cpu0 is not a number", range_label("power_node")],
+            },
         )
     )
 
     tdir = out / "turin"
     tdir.mkdir(exist_ok=True)
     (tdir / "broadwell-000.parquet").write_bytes(_turin())
-    cases.append(Case("Turin file", "telemetry", ["turin/broadwell-000.parquet"], staged=40))
+    # standardised (older ADMIRE files): staged as <name>_std, unit "1", never as watts or degC
+    cases.append(Case("Turin file, standardised", "telemetry", ["turin/broadwell-000.parquet"], staged=40))
+    (tdir / "broadwell-003.parquet").write_bytes(_turin(physical=True))
+    cases.append(
+        Case(
+            "Turin file in physical units, one 0.155 W reading",
+            "telemetry",
+            ["turin/broadwell-003.parquet"],
+            staged=39,
+            quarantined={0: [range_label("power")]},
+        )
+    )
     (tdir / "broadwell-00\u0661.parquet").write_bytes(_turin())
     cases.append(
         Case(

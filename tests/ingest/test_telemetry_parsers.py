@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from nodewatch.schemas.metrics import CATALOGUE, COUNTERS, STAGED_METRICS
-from nodewatch.schemas.telemetry import ROW_CHECKS, TELEMETRY, metric_range_violations
+from nodewatch.schemas.telemetry import ROW_CHECKS, TELEMETRY, metric_range_violations, range_label
 from nodewatch.tasks.ingest.base import ParseContext
 from nodewatch.tasks.ingest.inputs import InputError
 from nodewatch.tasks.ingest.telemetry import (
@@ -56,8 +56,10 @@ def test_catalogue_counters_have_rate_gauges_and_no_counter_is_staged():
         assert c not in STAGED_METRICS
     assert CATALOGUE["net_rx_bytes_rate"].unit == "By s-1"
     assert CATALOGUE["net_rx_packets_rate"].unit == "s-1"
+    # Turin metrics in their physical units (../shared/data/PROVENANCE.md); the standardised copies are <name>_std
+    assert [CATALOGUE[n].unit for n in ("power", "cpu1", "cpu2", "cpus_alloc")] == ["W", "degC", "degC", "1"]
     for name in ("power", "cpu1", "cpu2", "cpus_alloc"):
-        assert CATALOGUE[name].unit == "1"
+        assert CATALOGUE[name + "_std"].unit == "1"
 
 
 def test_metric_range_violations_and_row_checks():
@@ -71,10 +73,13 @@ def test_metric_range_violations_and_row_checks():
     assert reasons[0] is None and reasons[5] is None
     assert reasons[1] == "expect_metric_values_in_catalogue_range(value): temp_cpu0=1e+30 outside [-20, 130] degC"
     assert reasons[2].startswith("expect_metric_in_catalogue(metric): unknown metric 'nosuch'")
-    assert reasons[3] == "expect_metric_values_in_catalogue_range(value): power_node=-5 outside [0, 20000] W"
+    assert reasons[3] == "expect_metric_values_in_catalogue_range(value): power_node=-5 outside [1, 20000] W"
     assert reasons[4] == "expect_column_values_to_be_finite(value): power_node=inf"
     checks = dict(ROW_CHECKS[0](t))
-    assert checks["expect_metric_values_in_catalogue_range(value)"].tolist() == [False, True, False, True, False, False]
+    # one range label per metric, naming its range and unit
+    assert checks[range_label("temp_cpu0")].tolist() == [False, True, False, False, False, False]
+    assert checks[range_label("power_node")].tolist() == [False, False, False, True, False, False]
+    assert range_label("power_node") == "expect_metric_values_in_catalogue_range(value): power_node outside [1, 20000] W"
     assert checks["expect_metric_in_catalogue(metric)"].tolist() == [False, False, True, False, False, False]
     assert checks["expect_column_values_to_be_finite(value)"].tolist() == [False, False, False, False, True, False]
 
@@ -241,7 +246,8 @@ def test_turin_fixture():
     assert rej.num_rows == 0 and rows.num_rows == 30 * 4
     d = rows.slice(0, 4).to_pydict()
     assert d["node"] == ["broadwell-000"] * 4
-    assert d["metric"] == ["power", "cpu1", "cpu2", "cpus_alloc"]
+    # the fixture is a slice of the older, standardised Turin files (power -0.281): staged as <name>_std
+    assert d["metric"] == ["power_std", "cpu1_std", "cpu2_std", "cpus_alloc_std"]
     assert d["time"] == [ts("2023-06-23 15:13")] * 4
     src = pq.read_table(FIX / "broadwell-000.parquet")
     assert d["value"][0] == float(src.column("power")[0].as_py())
@@ -265,6 +271,7 @@ def test_all_real_turin_files(shared_data):
             for r in parse_turin_parquet(f, ParseContext(name=p.name)):
                 assert r.rejects.num_rows == 0
                 assert not any(ROW_CHECKS[0](r.rows)[i][1].any() for i in range(3))
+                assert set(r.rows.column("metric").to_pylist()) == {"power_std", "cpu1_std", "cpu2_std", "cpus_alloc_std"}
                 total += r.rows.num_rows
     assert total == 189_222 * 4
 
