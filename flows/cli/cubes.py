@@ -10,6 +10,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from nodewatch.flows.cli._modes import PrefectOpt
+
 cubes_app = typer.Typer(help="Build and inspect the Zarr cubes (cubes/telemetry.zarr, cubes/syslog.zarr).", no_args_is_help=True)
 
 
@@ -34,10 +36,12 @@ def build(
     processes: Annotated[bool, typer.Option(help="LocalCluster with worker processes instead of threads.")] = False,
     dashboard: Annotated[str | None, typer.Option(help="Serve the Dask dashboard at this address (':8787' binds "
                                                        "127.0.0.1; default: no dashboard).")] = None,
+    prefect: PrefectOpt = None,
 ) -> None:
     """Aggregate staged telemetry/syslog of START..END into the cubes (idempotent per day)."""
     from nodewatch.flows.cli import UserError, console, settings
-    from nodewatch.flows.cubes import build_cubes
+    from nodewatch.flows.cli._modes import print_note, use_prefect
+    from nodewatch.flows.cubes import build_cubes, run_build
     from nodewatch.schemas.cubes import CUBE_KINDS
 
     s, e = _day(start, "start"), _day(end, "end")
@@ -47,12 +51,13 @@ def build(
     for k in kinds:
         if k not in CUBE_KINDS:
             raise UserError(f"--kind {k!r}: expected one of {', '.join(CUBE_KINDS)}")
+    with_prefect, reason = use_prefect(prefect)
     try:
-        m = build_cubes(
+        m = (build_cubes if with_prefect else run_build)(
             s,
             e,
             store=settings().store,
-            kinds=kinds,
+            kinds=kinds if with_prefect else tuple(kinds),
             dask_address=dask_address,
             step=step,
             epoch=_day(epoch, "epoch") if epoch else None,
@@ -62,6 +67,8 @@ def build(
         )
     except (ValueError, TimeoutError) as err:
         raise UserError(str(err)) from None
+    if not with_prefect:
+        print_note(reason, m["run_id"])
     from nodewatch.flows.cli._safe import cells, safe
 
     t = Table(title=safe(f"build_cubes run {m['run_id']} ({m['status']})"))
@@ -156,7 +163,7 @@ def verify(
         if not dmg:
             console.print(f"{key}: every chunk reads")
             continue
-        console.print(str(damage_error(store, key, dmg)), markup=False, highlight=False)
+        console.print(str(damage_error(store, key, dmg)), markup=False, highlight=False, soft_wrap=True)
         days = sorted({date.fromisoformat(d.day) for d in dmg if d.day})
         damaged[k] = days
     if not damaged:

@@ -211,12 +211,15 @@ def build_days(
     max_days_in_flight: int | None = None,
     run_id: str | None = None,
     max_nodes: int = DEFAULT_MAX_NODES,
+    _retries: int = 3,
 ) -> list[DayResult]:
     """Aggregate staged ``kind`` (``telemetry``/``syslog``) of ``days`` into its cube on ``client``.
 
     Idempotent: a day's regions are fully rewritten from all staged parts of that day and committed
     with its coverage marker in one Icechunk commit. Days without staged data are reported as
-    ``no-data`` and untouched. More than ``max_nodes`` distinct node names (topology + staged) is a
+    ``no-data`` and untouched. A day whose commit conflicts with a concurrent axis change (another build
+    grew the time/node/metric axis after this day's session started) is rebuilt on the new axes (up to
+    ``_retries`` times). More than ``max_nodes`` distinct node names (topology + staged) is a
     :class:`TooManyNodesError` before anything is allocated or written.
     """
     from distributed import wait
@@ -246,6 +249,7 @@ def build_days(
     workers = max(1, len(client.scheduler_info().get("workers", {})))
     pending: list[tuple[date, float, list[str], list[Any], Any, Any]] = []
     ic_repo = repo.open_repo(store, spec.key)
+    conflicted: list[date] = []
 
     def finish(entry: tuple[date, float, list[str], list[Any], Any, Any]) -> None:
         day, t0, files, writes, reports, session = entry
@@ -275,7 +279,11 @@ def build_days(
         }
         session.merge(*forks)
         write_marker(session.store, day, payload)
-        repo.commit(store, spec.key, session, f"{spec.key} {day.isoformat()}", {"run_id": run_id, "day": day.isoformat()})
+        try:
+            repo.commit(store, spec.key, session, f"{spec.key} {day.isoformat()}", {"run_id": run_id, "day": day.isoformat()})
+        except repo.CubeConflictError:
+            conflicted.append(day)
+            return
         results.append(DayResult(kind, day, "built", payload, len(writes), time.perf_counter() - t0))
 
     for day, files in day_files.items():
@@ -314,6 +322,12 @@ def build_days(
             finish(pending.pop(0))
     for entry in pending:
         finish(entry)
+    if conflicted:  # another build changed an axis under these days' sessions: redo them on the new axes
+        if _retries <= 0:
+            raise repo.CubeConflictError(f"{spec.key}: days {', '.join(d.isoformat() for d in conflicted)} kept "
+                                         "conflicting with concurrent builds; nothing of them was published, re-run")
+        results += build_days(store, kind, conflicted, client, step, node_batch, epoch, slab_rows, max_days_in_flight,
+                              run_id, max_nodes, _retries - 1)
     if bad:
         for r in results:
             r.report.setdefault("invalid_node_names", bad[:20])

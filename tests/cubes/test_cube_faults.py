@@ -116,7 +116,6 @@ def _chunk_files(store: Store) -> list[Path]:
 
 @pytest.mark.slow
 def test_damaged_chunk_is_named_and_repaired(stores):
-    from nodewatch.flows.cubes import run_build
     from nodewatch.tasks.cubes.verify import CubeCorruptError, checked, find_damage
 
     root, base, old, new, d2 = stores
@@ -140,7 +139,16 @@ def test_damaged_chunk_is_named_and_repaired(stores):
     assert any(v in msg for v in STATS)
     damage = find_damage(st, "telemetry.zarr")
     assert {d.day for d in damage} == {D2.isoformat()}
-    run_build(D2, D2, st.url, kinds=("telemetry",), days=[D2])  # what `cubes verify --repair` runs
+    from typer.testing import CliRunner
+
+    from nodewatch.flows.cli import UserError, app
+
+    r = CliRunner().invoke(app, ["--store", st.url, "cubes", "verify", "--kind", "telemetry"])
+    assert isinstance(r.exception, UserError) and "--repair" in str(r.exception)  # the CLI exits 2 with this line
+    line = next(x for x in r.output.splitlines() if "cannot decode" in x)  # one line per damaged cube
+    assert victim.name in line and D2.isoformat() in line and "Traceback" not in r.output, r.output
+    r = CliRunner().invoke(app, ["--store", st.url, "cubes", "verify", "--kind", "telemetry", "--repair"])
+    assert r.exit_code == 0 and f"rebuilt {D2.isoformat()}" in r.output, r.output
     assert find_damage(st, "telemetry.zarr") == []
     assert _same(_day(st, D2), d2) and _same(_day(st, D1), old)
 
