@@ -1,0 +1,360 @@
+"""Node and group verdicts of one day: persistence, calibrated thresholds with an alert budget, fusion.
+
+Evidence (all in robust z units, :mod:`nodewatch.models.anomaly.vicinity`):
+
+1. *temporal* ``Z`` (node, time, metric): each window against the node's own reference history,
+   conditioned on the job state (idle / busy) of the window;
+2. *job vicinity*: the deviation shared by the nodes of one job at the same time
+   (:func:`~nodewatch.models.anomaly.vicinity.shared_component`, Ghiasvand & Ciorba's resource-
+   allocation vicinity) is the job's doing, not a node anomaly, and windows with a job start or stop on
+   the node are not judged (a job start/stop explains the change);
+3. *rack vicinity*: what the whole rack shares (its median) is removed from each member; the rack
+   itself is judged against the other racks of its architecture (:func:`group_shift`) and a rack (or
+   architecture) drifting together is **one group alert**, not N node alerts;
+4. *fusion*: a node's evidence in a window is ``min(|Z|, |E|)`` per metric, ``E`` = ``Z`` minus the
+   job- and rack-shared parts: large only when the node deviates from its own history **and** from its
+   peers (temporal x cross-sectional); the window score is the maximum over metrics.
+
+Persistence: a window counts when at least ``k`` of the last ``n`` windows score above the threshold
+(:func:`persistent_score`). Thresholds: per node, from held-back normal days scored the same way
+(:func:`budget_thresholds`), so that the expected number of false node alerts per 1,000 node-days is
+the configured budget (robust log-normal fit of the day scores: median and MAD of their logarithm,
+insensitive to the anomalous days a "normal" history always holds).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+
+from nodewatch.models.anomaly.vicinity import (
+    MAD_TO_SIGMA,
+    Reference,
+    _nanmedian,
+    conditioned_z,
+    group_shift,
+    kmeans_vicinity_outliers,
+    shared_component,
+)
+
+SEVERITIES = ("low", "medium", "high")
+
+
+@dataclass(frozen=True)
+class VerdictConfig:
+    """Knobs of the verdicts (defaults used by the nightly task and the benchmark)."""
+
+    k: int = 2
+    """persistence: windows above the threshold ..."""
+    n: int = 3
+    """... among the last ``n`` windows"""
+    budget_per_1000: float = 10.0
+    """expected false node alerts per 1,000 node-days (calibrates the per-node thresholds)"""
+    group_budget_per_1000: float = 10.0
+    """expected false group alerts per 1,000 group-days"""
+    node_floor: float = 6.0
+    """no node threshold below this (robust z units)"""
+    group_floor: float = 6.0
+    """no group threshold below this"""
+    scale_floor: float = 0.02
+    """smallest own-history scale (log units: a 2% change is at most one sigma)"""
+    min_group: int = 4
+    """racks / architectures with fewer nodes with data are not judged as groups"""
+    min_reference: int = 8
+    """a rack is compared with other racks of its architecture when they hold this many nodes, else with all other racks"""
+    strong: float = 4.0
+    """a single window scoring ``strong`` times the threshold counts alone (no persistence needed: a fault
+    that starts in the day's last window or ends in its first)"""
+    transition_windows: int = 1
+    """windows after a job start/stop on the node that are not judged (besides the window holding it)"""
+
+
+@dataclass
+class DayInputs:
+    """One day of a cluster, as arrays (built by ``tasks/anomaly/verdicts.py`` or the benchmark)."""
+
+    x: np.ndarray
+    """(node, time, metric) log-transformed window means (NaN = no data)"""
+    busy: np.ndarray
+    """(node, time) a job ran on the node in the window"""
+    transition: np.ndarray
+    """(node, time) a job started or ended on the node in the window (or ``transition_windows`` before)"""
+    job: np.ndarray
+    """(node, time) int index of the (multi-node) job on the node, -1 none"""
+    racks: np.ndarray
+    """(node,) rack label"""
+    archs: np.ndarray
+    """(node,) architecture label"""
+
+
+@dataclass
+class Evidence:
+    """Evidence of one day (see the module docstring)."""
+
+    z: np.ndarray
+    fused: np.ndarray
+    score: np.ndarray
+    """(node, time) max over metrics of ``fused``"""
+    score2: np.ndarray | None = None
+    """(node, time) second largest ``fused`` over metrics (a single strong window needs two metrics)"""
+    groups: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    """(kind, name) -> (time, metric) group shift"""
+    members: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    """(kind, name) -> node indices"""
+    job_residual: np.ndarray | None = None
+    """(node, time, metric) ``Z`` minus the job-shared part (what group shifts are computed on)"""
+    job_explained: int = 0
+    """node-windows whose temporal evidence was mostly the job's (|Z| > floor, fused < floor)"""
+
+
+def persistent_score(s: np.ndarray, k: int, n: int) -> np.ndarray:
+    """``k``-th largest of ``s`` over the trailing ``n`` windows, per row of ``s`` (..., time); NaN -> 0.
+
+    ``persistent_score(s, k, n) >= T`` iff at least ``k`` of the last ``n`` windows have ``s >= T``
+    (the k-of-n persistence rule).
+    """
+    if not 1 <= k <= n:
+        raise ValueError(f"persistence needs 1 <= k <= n, got k={k}, n={n}")
+    a = np.nan_to_num(np.asarray(s, dtype=np.float64), nan=0.0)
+    pad = np.concatenate([np.zeros(a.shape[:-1] + (n - 1,)), a], axis=-1)
+    win = np.lib.stride_tricks.sliding_window_view(pad, n, axis=-1)
+    return np.sort(win, axis=-1)[..., n - k]
+
+
+def alert_score(s: np.ndarray, k: int, n: int, strong: float | None = None, s2: np.ndarray | None = None) -> np.ndarray:
+    """Per-window alert score: the k-of-n persistent score of ``s``, or ``s2 / strong`` if larger: a single
+    window counts alone when its second-strongest metric is ``strong`` times above the threshold (two
+    metrics agree; one rare counter event is not enough). ``s2`` defaults to ``s``."""
+    p = persistent_score(s, k, n)
+    if strong:
+        p = np.maximum(p, np.nan_to_num(np.asarray(s if s2 is None else s2, dtype=np.float64)) / strong)
+    return p
+
+
+def flagged_windows(s: np.ndarray, thr: np.ndarray, k: int, n: int, strong: float | None = None,
+                    s2: np.ndarray | None = None) -> np.ndarray:
+    """Windows that belong to an alert: ``s >= thr`` and some window up to ``n - 1`` later has an
+    :func:`alert_score` ``>= thr``. ``thr`` broadcasts over the last axis."""
+    t = np.asarray(thr, dtype=np.float64)[..., None]
+    p = alert_score(s, k, n, strong, s2) >= t
+    ahead = np.zeros_like(p)
+    for d in range(n):
+        ahead[..., : p.shape[-1] - d] |= p[..., d:]
+    return ahead & (np.nan_to_num(s) >= t)
+
+
+def budget_thresholds(day_scores: np.ndarray, budget_per_1000: float, floor: float) -> np.ndarray:
+    """Per-row thresholds (row = node or group) from held-back day scores (row, day).
+
+    Robust log-normal tail: ``L = log(score)``, location = the row's median of ``L``, scale = pooled
+    ``1.4826 * median |L - location|`` over all rows and days; threshold =
+    ``exp(location + Phi^-1(1 - budget/1000) * scale)``, at least ``floor``. Rows without a held-back
+    score get the median threshold of the others (or ``floor``).
+    """
+    if not 0 < budget_per_1000 < 1000:
+        raise ValueError(f"alert budget must be in (0, 1000) per 1,000 days, got {budget_per_1000}")
+    d = np.asarray(day_scores, dtype=np.float64)
+    L = np.log(np.maximum(d, 1e-3))
+    loc = _nanmedian(L, axis=1) if L.shape[1] else np.full(L.shape[0], np.nan)
+    dev = np.abs(L - loc[:, None])
+    sc = MAD_TO_SIGMA * float(_nanmedian(dev.ravel(), axis=0)) if np.isfinite(dev).any() else 0.0
+    q = NormalDist().inv_cdf(1 - budget_per_1000 / 1000.0)
+    thr = np.exp(loc + q * sc)
+    fill = float(np.nanmedian(thr)) if np.isfinite(thr).any() else floor
+    thr = np.where(np.isfinite(thr), thr, fill)
+    return np.maximum(thr, floor)
+
+
+def _labels_index(labels: np.ndarray) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    for i, v in enumerate(np.asarray(labels).astype(str)):
+        out.setdefault(v, []).append(i)  # type: ignore[arg-type]
+    return {k: np.asarray(v) for k, v in out.items() if k}
+
+
+def evidence(day: DayInputs, ref: Reference, cfg: VerdictConfig) -> Evidence:
+    """Temporal and vicinity evidence of one day (module docstring, steps 1-4)."""
+    z = conditioned_z(day.x, day.busy, ref, day.transition)
+    e = z.copy()
+    have = np.isfinite(z)
+    # job vicinity: remove what the nodes of one job share at the same time
+    job = np.asarray(day.job)
+    for j in np.unique(job[job >= 0]):
+        rows = np.flatnonzero((job == j).any(axis=1))
+        if len(rows) < 2:
+            continue
+        on = job[rows] == j
+        sub = np.where(on[:, :, None], e[rows], np.nan)
+        sh = shared_component(sub)
+        e[rows] -= np.where(on[:, :, None], sh[None], 0.0)
+    # rack and architecture vicinities, judged on what the jobs do not explain
+    ej = e.copy()
+    groups: dict[tuple[str, str], np.ndarray] = {}
+    members: dict[tuple[str, str], np.ndarray] = {}
+    racks, archs = _labels_index(day.racks), _labels_index(day.archs)
+    n_nodes = z.shape[0]
+    with_data = have.any(axis=(1, 2))
+    rack_of = np.asarray(day.racks).astype(str)
+    for name, idx in racks.items():
+        idx = idx[with_data[idx]]
+        if len(idx) < cfg.min_group:
+            continue
+        same = np.zeros(n_nodes, dtype=bool)
+        arch = str(day.archs[idx[0]])
+        same[archs.get(arch, np.zeros(0, dtype=int))] = True
+        others = with_data.copy()
+        others[idx] = False
+        # other racks of the architecture when there are at least two of them (one other rack is no majority)
+        same_ref = others & same
+        enough = same_ref.sum() >= cfg.min_reference and len(set(rack_of[same_ref])) >= 2
+        ref_nodes = same_ref if enough else others
+        if ref_nodes.sum() >= cfg.min_group:
+            groups[("rack", name)] = group_shift(ej, idx, ref_nodes)
+            members[("rack", name)] = idx
+        e[idx] -= np.nan_to_num(_nanmedian(e[idx], axis=0))[None]
+    if len(archs) > 1:
+        for name, idx in archs.items():
+            idx = idx[with_data[idx]]
+            others = with_data.copy()
+            others[idx] = False
+            if len(idx) >= cfg.min_group and others.sum() >= cfg.min_group:
+                groups[("architecture", name)] = group_shift(ej, idx, others)
+                members[("architecture", name)] = idx
+    fused = np.minimum(np.abs(z), np.abs(e))
+    fused = np.where(np.isfinite(fused), fused, 0.0).astype(np.float32)
+    top2 = np.partition(fused, fused.shape[2] - 2, axis=2)[:, :, -2:] if fused.shape[2] >= 2 else np.zeros(fused.shape[:2] + (2,))
+    score, score2 = top2[:, :, 1].astype(np.float64), top2[:, :, 0].astype(np.float64)
+    az = np.nan_to_num(np.abs(z)).max(axis=2)
+    explained = int(((az > cfg.node_floor) & (score <= cfg.node_floor) & np.asarray(day.busy, bool)).sum())
+    az = None
+    return Evidence(z, fused, score, score2, groups, members, ej, explained)
+
+
+def group_window_score(g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(time,) max over metrics of |shift| and the metric index of each maximum; NaN -> 0."""
+    a = np.nan_to_num(np.abs(g), nan=0.0)
+    return a.max(axis=1), a.argmax(axis=1)
+
+
+@dataclass
+class Calibration:
+    """Thresholds from held-back days."""
+
+    node: np.ndarray
+    """(node,) thresholds"""
+    group: dict[str, float]
+    """group kind -> threshold"""
+    node_day_scores: np.ndarray
+    """(node, held-back day) persistent day scores"""
+    group_day_scores: dict[str, list[float]]
+
+
+def day_node_scores(ev: Evidence, cfg: VerdictConfig) -> np.ndarray:
+    """(node,) the day's persistent node score (max over windows)."""
+    return alert_score(ev.score, cfg.k, cfg.n, cfg.strong, ev.score2).max(axis=1)
+
+
+def day_group_scores(ev: Evidence, cfg: VerdictConfig) -> dict[tuple[str, str], float]:
+    """(kind, name) -> the day's persistent group score."""
+    return {key: float(persistent_score(group_window_score(g)[0], cfg.k, cfg.n).max()) for key, g in ev.groups.items()}
+
+
+def calibrate(held_back: list[Evidence], cfg: VerdictConfig) -> Calibration:
+    """Per-node and per-group-kind thresholds from the evidence of held-back days (module docstring)."""
+    n_nodes = held_back[0].score.shape[0] if held_back else 0
+    nd = np.stack([day_node_scores(ev, cfg) for ev in held_back], axis=1) if held_back else np.zeros((n_nodes, 0))
+    node_thr = budget_thresholds(nd, cfg.budget_per_1000, cfg.node_floor)
+    per_kind: dict[str, dict[str, list[float]]] = {}
+    for ev in held_back:
+        for (kind, name), v in day_group_scores(ev, cfg).items():
+            per_kind.setdefault(kind, {}).setdefault(name, []).append(v)
+    gthr: dict[str, float] = {}
+    flat: dict[str, list[float]] = {}
+    for kind, by in per_kind.items():
+        # few groups and few days per kind: one threshold per kind from all its group-days pooled
+        flat[kind] = [x for v in by.values() for x in v]
+        gthr[kind] = float(budget_thresholds(np.array([flat[kind]]), cfg.group_budget_per_1000, cfg.group_floor)[0])
+    return Calibration(node_thr, gthr, nd, flat)
+
+
+def _severity(ratio: float) -> str:
+    return SEVERITIES[0] if ratio < 2 else SEVERITIES[1] if ratio < 4 else SEVERITIES[2]
+
+
+def verdicts(ev: Evidence, cal: Calibration, day: DayInputs, nodes: list[str], metrics: list[str],
+             times: np.ndarray, cfg: VerdictConfig, model_scores: np.ndarray | None = None,
+             job_names: list[str] | None = None) -> tuple[list[dict[str, Any]], np.ndarray]:
+    """Verdict rows of the day and the (node, time) window flags (node alerts and group-alert members).
+
+    Group alerts first: a rack (or an architecture with no alerting rack) whose persistent shift
+    against its reference exceeds the kind's threshold is one row naming its members. Then one row per
+    node whose persistent fused score exceeds its threshold. ``model_scores`` (node, time), the own
+    model's anomaly probability (e.g. RUAD Eq. 3), is reported as ``model_peak`` when given.
+    """
+    rows: list[dict[str, Any]] = []
+    n_nodes = ev.score.shape[0]
+    wflags = np.zeros(ev.score.shape, dtype=bool)
+    node_group: dict[int, str] = {}
+    alerted = np.zeros(n_nodes, dtype=bool)
+    order = sorted(ev.groups, key=lambda k: (k[0] != "rack", k))
+    for kind, name in order:
+        g = ev.groups[(kind, name)]
+        if kind == "architecture" and alerted.any() and ev.job_residual is not None:
+            # judge the architecture without the racks already alerted (on either side)
+            idx = ev.members[(kind, name)]
+            idx = idx[~alerted[idx]]
+            others = np.ones(n_nodes, dtype=bool)
+            others[ev.members[(kind, name)]] = False
+            others &= ~alerted & np.isfinite(ev.z).any(axis=(1, 2))
+            if len(idx) < cfg.min_group or others.sum() < cfg.min_group:
+                continue
+            g = group_shift(ev.job_residual, idx, others)
+        thr = cal.group.get(kind, cfg.group_floor)
+        ws, wm = group_window_score(g)
+        fl = flagged_windows(ws[None], np.array([thr]), cfg.k, cfg.n)[0]
+        if not fl.any():
+            continue
+        idx = ev.members[(kind, name)] if kind == "rack" or not alerted.any() else idx
+        if kind == "rack":
+            alerted[idx] = True
+        peak = float(persistent_score(ws, cfg.k, cfg.n).max())
+        mscore = np.nan_to_num(np.abs(g[fl]), nan=0.0).sum(axis=0)
+        top = [metrics[i] for i in np.argsort(-mscore)[:3] if mscore[i] > 0]
+        wflags[np.ix_(idx, fl)] = True
+        for i in idx:
+            node_group.setdefault(int(i), f"{kind} {name}")
+        rows.append({
+            "kind": kind, "subject": name, "severity": _severity(peak / thr), "score": peak, "threshold": thr,
+            "first_time": times[fl][0], "last_time": times[fl][-1], "windows": int(fl.sum()), "top_metrics": top,
+            "suspected_group": f"{kind} {name}", "rack": name if kind == "rack" else "",
+            "architecture": str(day.archs[idx[0]]), "members": [nodes[i] for i in idx], "model_peak": float("nan"),
+            "vicinity_outlier": None,
+        })
+    nf = flagged_windows(ev.score, cal.node, cfg.k, cfg.n, cfg.strong, ev.score2)
+    peak = alert_score(ev.score, cfg.k, cfg.n, cfg.strong, ev.score2).max(axis=1)
+    for i in np.flatnonzero(nf.any(axis=1)):
+        fl = nf[i]
+        contrib = ev.fused[i][fl].sum(axis=0)
+        top = [metrics[m] for m in np.argsort(-contrib)[:3] if contrib[m] > 0]
+        t_peak = int(np.argmax(np.where(fl, ev.score[i], -1)))
+        m_top = int(np.argmax(ev.fused[i, t_peak]))
+        rack_idx = np.flatnonzero(np.asarray(day.racks).astype(str) == str(day.racks[i]))
+        vals = ev.z[rack_idx, t_peak, m_top]
+        out = kmeans_vicinity_outliers(vals)
+        has_model = model_scores is not None and np.isfinite(model_scores[i]).any()
+        mp = float(np.nanmax(model_scores[i])) if has_model else float("nan")
+        jobs_here = sorted({int(j) for j in day.job[i][fl] if j >= 0})
+        rows.append({
+            "kind": "node", "subject": nodes[i], "severity": _severity(float(peak[i] / cal.node[i])),
+            "score": float(peak[i]), "threshold": float(cal.node[i]), "first_time": times[fl][0],
+            "last_time": times[fl][-1], "windows": int(fl.sum()), "top_metrics": top,
+            "suspected_group": node_group.get(int(i), "") or (
+                f"job {job_names[jobs_here[0]]}" if job_names and jobs_here else ""),
+            "rack": str(day.racks[i]), "architecture": str(day.archs[i]), "members": [nodes[i]], "model_peak": mp,
+            "vicinity_outlier": bool(out[list(rack_idx).index(i)]),
+        })
+        wflags[i] |= fl
+    return rows, wflags

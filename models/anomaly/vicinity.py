@@ -1,0 +1,262 @@
+"""Vicinity math: a node against its own history and against its peers (pure numpy, no I/O).
+
+* **Own history** (temporal evidence): robust z-score of a window against the node's own reference
+  windows, ``z = (x - median) / (1.4826 * MAD)`` (Rousseeuw & Croux 1993: 1.4826 * MAD is a
+  consistent estimator of sigma for normal data; Leys et al. 2013 recommend it over mean/SD for
+  outlier detection). Reference statistics are kept separately for windows where the node ran a job
+  and windows where it was idle (*state-conditioned*), so a job-like load on an idle node stands out.
+* **Peers** (cross-sectional evidence): Ghiasvand & Ciorba ("Anomaly detection in HPC systems via
+  syslog vicinities", §II-A/§II-E) compare each node with the nodes of its *vicinity* (physical
+  location = rack, hardware architecture, resource allocation = job) at the same moment; the common
+  behaviour of most nodes of a vicinity is normal. :func:`group_shift` measures how far a group's
+  median moves against a reference of nodes *outside* it (other racks of the same architecture), so a
+  fault shared by a whole rack still stands out (a rack's own median moves with the rack).
+* **Two-cluster K-Means with the relative-density threshold** (Ghiasvand & Ciorba §II-E: "all nodes
+  within a vicinity are partitioned into 2 clusters ... via K-Means. The deviation threshold is the
+  relative density of resulting clusters, calculated as the sum of squared distances of samples to
+  their closest cluster center"): :func:`two_means_1d` solves 1-D 2-means exactly, the relative
+  density is that within-cluster sum of squares divided by the total sum of squares, and
+  :func:`kmeans_vicinity_outliers` marks the minority cluster when the split is dense (small ratio).
+* :func:`own_history_baseline`: the plain per-node robust-z alarm of ``../shared/DESIGN.md`` ("Alerts,
+  measured on the demo") that every alert path reports beside its own numbers.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+MAD_TO_SIGMA = 1.4826
+"""1 / Phi^-1(3/4): 1.4826 * MAD estimates sigma of normal data (Rousseeuw & Croux 1993)."""
+
+
+def log_transform(x: np.ndarray, offset: float = 1e-3) -> np.ndarray:
+    """``log(max(x, 0) + offset)``: rates, bytes and temperatures become relative changes; NaN stays NaN."""
+    a = np.asarray(x, dtype=np.float32)
+    return np.log(np.maximum(a, 0) + np.float32(offset))
+
+
+def _nanmedian(a: np.ndarray, axis: int) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmedian(a, axis=axis)
+
+
+def robust_location_scale(x: np.ndarray, axis: int, floor: float | np.ndarray = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """Median and ``max(1.4826 * MAD, floor)`` along ``axis`` (NaN ignored; all-NaN gives NaN)."""
+    med = _nanmedian(x, axis)
+    mad = _nanmedian(np.abs(x - np.expand_dims(med, axis)), axis)
+    return med, np.maximum(MAD_TO_SIGMA * mad, floor)
+
+
+def robust_z(x: np.ndarray, loc: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """``(x - loc) / scale`` (Leys et al. 2013, the MAD-based z); NaN where ``x`` or ``loc`` is NaN."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (x - loc) / scale
+
+
+@dataclass
+class Reference:
+    """Per-node, per-metric reference of the node's own history, split by job state (idle / busy)."""
+
+    loc: np.ndarray
+    """(2, node, metric): median for idle (0) and busy (1) windows."""
+    scale: np.ndarray
+    """(2, node, metric): 1.4826 * MAD, floored."""
+
+
+def fit_reference(
+    hist: np.ndarray, busy: np.ndarray | None, floor: float = 0.02, min_windows: int = 24, tail_q: float = 0.999
+) -> Reference:
+    """Own-history reference of ``hist`` (node, time, metric; already log-transformed) per job state.
+
+    ``busy`` (node, time) marks windows with a job on the node (``None``: one reference for all).
+    A state with fewer than ``min_windows`` windows of a node falls back to the node's pooled
+    statistics. The scale is at least ``floor`` (0.02 = a 2% change is one sigma at least) and at
+    least the metric's tail width, ``q_tail_q(|x - median|) / Phi^-1((1 + tail_q) / 2)`` over a node's
+    windows of the state, median over nodes (anomalies in the history of some nodes do not set it): for
+    a normal metric this equals sigma (no effect); for a metric that is mostly constant with rare jumps
+    (error counters, small integer gauges, where the MAD is 0) one jump of the usual size scores about
+    ``Phi^-1((1 + tail_q) / 2)`` (3.3), not thousands.
+    """
+    from statistics import NormalDist
+
+    h = np.asarray(hist, dtype=np.float32)
+    zq = NormalDist().inv_cdf((1 + tail_q) / 2)
+
+    def stats(hs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        loc, sc = robust_location_scale(hs, axis=1, floor=floor)
+        dev = np.abs(hs - loc[:, None, :])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            tail = _nanmedian(np.nanquantile(dev, tail_q, axis=1), 0) / zq if dev.size else np.full(hs.shape[2], np.nan)
+        sc = np.maximum(sc, np.nan_to_num(tail, nan=0.0)[None, :])
+        return loc, sc, np.isfinite(hs).sum(axis=1)
+
+    loc_all, sc_all, _ = stats(h)
+    if busy is None:
+        return Reference(np.stack([loc_all, loc_all]), np.stack([sc_all, sc_all]))
+    locs, scs = [], []
+    b = np.asarray(busy, dtype=bool)
+    for state in (False, True):
+        hs = np.where((b == state)[:, :, None], h, np.nan)
+        loc, sc, n = stats(hs)
+        enough = n >= min_windows
+        locs.append(np.where(enough, loc, loc_all))
+        scs.append(np.where(enough, sc, sc_all))
+    return Reference(np.stack(locs), np.stack(scs))
+
+
+def conditioned_z(x: np.ndarray, busy: np.ndarray | None, ref: Reference, transition: np.ndarray | None = None) -> np.ndarray:
+    """Robust z of ``x`` (node, time, metric) against the reference of each window's job state.
+
+    In a ``transition`` window (node, time: a job started or stopped in or just before it) the window
+    mixes both states, so the z is the distance to the envelope ``[min(loc_idle, loc_busy),
+    max(loc_idle, loc_busy)]`` in units of the larger scale: 0 inside it (the job start/stop explains the
+    change), the excess outside it.
+    """
+    xa = np.asarray(x, dtype=np.float32)
+    b = np.zeros(xa.shape[:2], dtype=bool) if busy is None else np.asarray(busy, dtype=bool)
+    loc = np.where(b[:, :, None], ref.loc[1][:, None, :], ref.loc[0][:, None, :])
+    sc = np.where(b[:, :, None], ref.scale[1][:, None, :], ref.scale[0][:, None, :])
+    z = robust_z(xa, loc, sc).astype(np.float32)
+    if transition is not None and np.asarray(transition).any():
+        tr = np.asarray(transition, dtype=bool)
+        lo = np.minimum(ref.loc[0], ref.loc[1])[:, None, :]
+        hi = np.maximum(ref.loc[0], ref.loc[1])[:, None, :]
+        s2 = np.maximum(ref.scale[0], ref.scale[1])[:, None, :]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            env = np.where(xa > hi, (xa - hi) / s2, np.where(xa < lo, (xa - lo) / s2, 0.0)).astype(np.float32)
+        env = np.where(np.isfinite(xa), env, np.nan)
+        z = np.where(tr[:, :, None], env, z)
+    return z
+
+
+def group_median(v: np.ndarray, members: np.ndarray, min_members: int = 1) -> np.ndarray:
+    """Median over the nodes ``members`` (bool (node,) or index array) of ``v`` (node, ...) per cell.
+
+    Cells where fewer than ``min_members`` members have a value are NaN.
+    """
+    sub = v[members]
+    med = _nanmedian(sub, axis=0)
+    if min_members > 1:
+        med = np.where(np.isfinite(sub).sum(axis=0) >= min_members, med, np.nan)
+    return med
+
+
+def group_shift(v: np.ndarray, members: np.ndarray, reference: np.ndarray, scale_floor: float = 1.0,
+                min_members: int = 3) -> np.ndarray:
+    """How far the median of a group moves against a reference group, in robust units of the reference.
+
+    ``(median(v[members]) - median(v[reference])) / max(1.4826 * MAD(v[reference]), scale_floor)`` per
+    cell of ``v`` (node, time, metric) -> (time, metric); NaN where either side has fewer than
+    ``min_members`` values. With ``reference`` = nodes of the same architecture in *other* racks, a
+    fault shared by the whole rack stands out (Ghiasvand & Ciorba's location vicinity, compared with
+    similar vicinities, §III).
+    """
+    g = group_median(v, members, min_members)
+    ref = v[reference]
+    loc, sc = robust_location_scale(ref, axis=0, floor=scale_floor)
+    loc = np.where(np.isfinite(ref).sum(axis=0) >= min_members, loc, np.nan)
+    return robust_z(g, loc, sc)
+
+
+def shared_component(v: np.ndarray) -> np.ndarray:
+    """The deviation a set of nodes shares, per cell of ``v`` (member, ...).
+
+    Three or more members: the median. Two: the smaller magnitude if both deviate in the same
+    direction, else 0 (a median of two would split one node's fault between both). One or none: 0.
+    """
+    n = np.isfinite(v).sum(axis=0)
+    med = np.nan_to_num(_nanmedian(v, axis=0)) if len(v) else np.zeros(v.shape[1:], dtype=np.float32)
+    if len(v) == 2:
+        a, b = np.nan_to_num(v[0]), np.nan_to_num(v[1])
+        two = np.where(np.sign(a) == np.sign(b), np.sign(a) * np.minimum(np.abs(a), np.abs(b)), 0.0)
+        med = np.where(n == 2, two, 0.0)
+    return np.where(n >= 2, med, 0.0).astype(np.float32)
+
+
+# ----------------------------------------------------------------------------- Ghiasvand & Ciorba K-Means
+def two_means_1d(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """Exact 2-means of 1-D ``values`` (finite): labels (0 = lower cluster), centers, WCSS, TSS.
+
+    In one dimension the optimal 2-means partition is a split of the sorted values (Fisher 1958;
+    Wang & Song 2011, Ckmeans.1d.dp), so every split point is tried with prefix sums (O(n log n)).
+    WCSS is Ghiasvand & Ciorba's "sum of squared distances of samples to their closest cluster center".
+    """
+    x = np.asarray(values, dtype=np.float64)
+    n = x.size
+    if n == 0:
+        return np.zeros(0, dtype=np.int8), np.array([np.nan, np.nan]), 0.0, 0.0
+    tss = float(((x - x.mean()) ** 2).sum())
+    if n == 1 or tss == 0.0:
+        return np.zeros(n, dtype=np.int8), np.array([x.mean(), x.mean()]), 0.0, tss
+    order = np.argsort(x, kind="stable")
+    s = x[order]
+    c1, c2 = np.cumsum(s), np.cumsum(s * s)
+    k = np.arange(1, n)  # size of the lower cluster
+    lo = c2[k - 1] - c1[k - 1] ** 2 / k
+    hs, hs2 = c1[-1] - c1[k - 1], c2[-1] - c2[k - 1]
+    hi = hs2 - hs**2 / (n - k)
+    w = lo + hi
+    i = int(np.argmin(w))
+    kk = i + 1
+    labels = np.empty(n, dtype=np.int8)
+    labels[order[:kk]] = 0
+    labels[order[kk:]] = 1
+    centers = np.array([s[:kk].mean(), s[kk:].mean()])
+    return labels, centers, float(max(w[i], 0.0)), tss
+
+
+def relative_density(values: np.ndarray) -> float:
+    """WCSS / TSS of the best 2-means split (0 = two tight, well separated clusters; 1 = no structure)."""
+    _, _, wcss, tss = two_means_1d(values)
+    return 1.0 if tss == 0.0 else wcss / tss
+
+
+def kmeans_vicinity_outliers(values: np.ndarray, max_density: float = 0.2, max_share: float = 0.34,
+                             min_gap: float = 0.0) -> np.ndarray:
+    """Nodes of a vicinity that deviate from its majority (Ghiasvand & Ciorba §II-E), as a bool mask.
+
+    The vicinity's values (one per node; NaN = no data, never an outlier) are split into 2 clusters;
+    when the relative density (:func:`relative_density`) is at most ``max_density``, the smaller
+    cluster holds at most ``max_share`` of the nodes and the centers are more than ``min_gap`` apart,
+    the smaller cluster is abnormal. Otherwise no node is.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    out = np.zeros(v.shape, dtype=bool)
+    ok = np.isfinite(v)
+    if ok.sum() < 3:
+        return out
+    labels, centers, wcss, tss = two_means_1d(v[ok])
+    if tss == 0.0 or wcss / tss > max_density or abs(centers[1] - centers[0]) <= min_gap:
+        return out
+    minority = 0 if (labels == 0).sum() < (labels == 1).sum() else 1
+    if (labels == minority).sum() > max_share * ok.sum():
+        return out
+    idx = np.flatnonzero(ok)
+    out[idx[labels == minority]] = True
+    return out
+
+
+# ----------------------------------------------------------------------------- the baseline of DESIGN.md
+def own_history_baseline(hist: np.ndarray, night: np.ndarray, k: float = 8.0, m: int = 2,
+                         floor: float = 1e-3) -> np.ndarray:
+    """The plain per-node robust-z alarm (``../shared/DESIGN.md``, "Alerts, measured on the demo").
+
+    ``hist``, ``night``: (node, time, metric) 15-min window means. ``log1p`` of the means; median and
+    ``1.4826 * MAD`` (floored at ``floor``) of the node's own history per metric; a window is flagged
+    when any metric has ``|z| > k`` in this window and the ``m - 1`` windows before it (``m``
+    consecutive windows). Returns (node, time) bool.
+    """
+    h = np.log1p(np.maximum(np.asarray(hist, dtype=np.float32), 0))
+    x = np.log1p(np.maximum(np.asarray(night, dtype=np.float32), 0))
+    loc, sc = robust_location_scale(h, axis=1, floor=floor)
+    z = np.abs(robust_z(x, loc[:, None, :], sc[:, None, :]))
+    over = np.nan_to_num(z, nan=0.0).max(axis=2) > k
+    run = np.zeros(over.shape, dtype=np.int32)
+    for t in range(over.shape[1]):
+        run[:, t] = np.where(over[:, t], (run[:, t - 1] if t else 0) + 1, 0)
+    return run >= m

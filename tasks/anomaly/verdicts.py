@@ -1,0 +1,253 @@
+"""Node verdicts of one day: read the cube slice, jobs and topology, judge, write the alerts table.
+
+:func:`judge_day` is the whole judgement on arrays (used by :func:`run_verdicts` and by
+``benchmarks/alert_quality.py``): own-history reference from the first history days, thresholds
+calibrated on the last ``held_back_days`` history days with the alert budget, then the day's evidence
+and verdicts (:mod:`nodewatch.models.anomaly.verdicts`). :func:`run_verdicts` reads
+``cubes/telemetry.zarr`` (window means), the staged ``jobs`` (allocation rows: ``step`` null) and the
+latest ``topology`` snapshot (rack, architecture), optionally the scores cube (RUAD probability, shown
+as ``model_peak``), and writes ``reports/<day>/verdicts.parquet`` and ``reports/<day>/verdicts.md``.
+
+Jobs still running are rows with a null ``end_time`` (``sacct`` lists them with state RUNNING): they
+count as running to the end of the day. The plain robust-z baseline of ``../shared/DESIGN.md`` is
+computed on the same arrays and reported beside the verdicts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import date, timedelta
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from nodewatch.models.anomaly.verdicts import (
+    DayInputs,
+    Evidence,
+    VerdictConfig,
+    calibrate,
+    evidence,
+    verdicts,
+)
+from nodewatch.models.anomaly.vicinity import fit_reference, log_transform, own_history_baseline
+from nodewatch.tasks.core.store import Store
+
+AREA = "reports"
+"""``reports/<YYYY-MM-DD>/verdicts.parquet`` and ``verdicts.md``."""
+
+COLUMNS = ["day", "kind", "subject", "severity", "score", "threshold", "first_time", "last_time", "windows",
+           "top_metrics", "suspected_group", "rack", "architecture", "members", "model_peak", "vicinity_outlier"]
+
+
+def job_grid(jobs: pd.DataFrame, nodes: list[str], times: np.ndarray, step: pd.Timedelta,
+             transition_windows: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """Job state per (node, window): busy, transition (start/stop window + ``transition_windows`` after),
+    index of the multi-node job (-1 none) and the job ids of those indices.
+
+    ``jobs``: columns ``job_id``, ``start_time``, ``end_time`` (UTC; null end = still running),
+    ``node_list`` (list of node names). Jobs that never started are ignored.
+    """
+    n, t = len(nodes), len(times)
+    busy = np.zeros((n, t), dtype=bool)
+    trans = np.zeros((n, t), dtype=bool)
+    job = np.full((n, t), -1, dtype=np.int32)
+    names: list[str] = []
+    if not len(jobs) or not t:
+        return busy, trans, job, names
+    pos = {v: i for i, v in enumerate(nodes)}
+    t0 = np.datetime64(pd.Timestamp(times[0]).tz_localize(None) if pd.Timestamp(times[0]).tzinfo else times[0], "ns")
+    st = np.int64(pd.Timedelta(step).value)
+    end_all = t0 + np.timedelta64(int(st) * t, "ns")
+    s = pd.to_datetime(jobs["start_time"], utc=True).dt.tz_convert(None).to_numpy("datetime64[ns]")
+    e = pd.to_datetime(jobs["end_time"], utc=True).dt.tz_convert(None).to_numpy("datetime64[ns]")
+    e = np.where(np.isnat(e), end_all, e)
+    keep = ~np.isnat(s) & (s < end_all) & (e > t0)
+    for jid, a, b, nl in zip(jobs["job_id"].to_numpy()[keep], s[keep], e[keep], jobs["node_list"].to_numpy()[keep],
+                             strict=True):
+        idx = [pos[x] for x in (nl if nl is not None else []) if x in pos]
+        if not idx:
+            continue
+        ia = int((a - t0).astype(np.int64) // st)
+        ib = int(-(-(b - t0).astype(np.int64) // st))  # ceil: window holding the end
+        lo, hi = max(ia, 0), min(ib, t)
+        if lo < hi:
+            busy[np.ix_(idx, np.arange(lo, hi))] = True
+        for edge, inside in ((ia, 0 <= ia < t), (int((b - t0).astype(np.int64) // st), b < end_all)):
+            if inside:
+                trans[np.ix_(idx, np.arange(max(edge, 0), min(edge + 1 + transition_windows, t)))] = True
+        if len(idx) >= 2 and lo < hi:
+            k = len(names)
+            names.append(str(jid))
+            job[np.ix_(idx, np.arange(lo, hi))] = k
+    return busy, trans, job, names
+
+
+def _day_slices(times: np.ndarray) -> list[np.ndarray]:
+    d = pd.DatetimeIndex(times).normalize()
+    return [np.flatnonzero(d == v) for v in d.unique()]
+
+
+def judge_day(hist: np.ndarray, hist_times: np.ndarray, night: np.ndarray, night_times: np.ndarray, nodes: list[str],
+              metrics: list[str], racks: np.ndarray, archs: np.ndarray, jobs: pd.DataFrame, step: pd.Timedelta,
+              cfg: VerdictConfig | None = None, held_back_days: int = 7,
+              model_scores: np.ndarray | None = None) -> dict[str, Any]:
+    """Judge one day from window means (node, time, metric) of its history and of the day itself.
+
+    Returns ``rows`` (verdict dicts), ``window_flags`` (node, time) bool, ``evidence`` (the day's
+    :class:`~nodewatch.models.anomaly.verdicts.Evidence`), ``calibration`` and ``baseline`` (node, time)
+    window flags of the plain robust-z baseline.
+    """
+    cfg = cfg or VerdictConfig()
+    days = _day_slices(hist_times)
+    if len(days) < held_back_days + 3:
+        raise ValueError(f"need at least {held_back_days + 3} history days, got {len(days)}")
+    ref_idx = np.concatenate(days[:-held_back_days])
+    xh = log_transform(hist)
+    hb, ht, hj, _ = job_grid(jobs, nodes, hist_times, step, cfg.transition_windows)
+    ref = fit_reference(xh[:, ref_idx], hb[:, ref_idx], floor=cfg.scale_floor)
+    held: list[Evidence] = []
+    for sl in days[-held_back_days:]:
+        b, tr, jb, _ = job_grid(jobs, nodes, hist_times[sl], step, cfg.transition_windows)
+        held.append(evidence(DayInputs(xh[:, sl], b, tr, jb, racks, archs), ref, cfg))
+    cal = calibrate(held, cfg)
+    b, tr, jb, names = job_grid(jobs, nodes, night_times, step, cfg.transition_windows)
+    day = DayInputs(log_transform(night), b, tr, jb, racks, archs)
+    ev = evidence(day, ref, cfg)
+    rows, wflags = verdicts(ev, cal, day, nodes, metrics, night_times, cfg, model_scores, names)
+    base = own_history_baseline(hist, night)
+    return {"rows": rows, "window_flags": wflags, "evidence": ev, "calibration": cal, "baseline": base}
+
+
+# ----------------------------------------------------------------------------- store I/O
+def _topology(store: Store, nodes: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    t = store.read_staged("topology", columns=["node", "rack", "architecture", "valid_from"])
+    racks = np.array([""] * len(nodes), dtype=object)
+    archs = np.array([""] * len(nodes), dtype=object)
+    if t is None or not t.num_rows:
+        return racks, archs
+    df = t.to_pandas().sort_values("valid_from").drop_duplicates("node", keep="last").set_index("node")
+    for i, n in enumerate(nodes):
+        if n in df.index:
+            racks[i], archs[i] = str(df.at[n, "rack"]), str(df.at[n, "architecture"])
+    return racks, archs
+
+
+def read_jobs(store: Store) -> pd.DataFrame:
+    """Allocation rows of the staged ``jobs`` table (``job_id``, ``start_time``, ``end_time``, ``node_list``)."""
+    cols = ["job_id", "step", "start_time", "end_time", "node_list"]
+    t = store.read_staged("jobs", columns=cols)
+    if t is None:
+        return pd.DataFrame({c: [] for c in cols})
+    df = t.to_pandas()
+    return df[df["step"].isna() & df["start_time"].notna()].reset_index(drop=True)
+
+
+def _model_scores(store: Store, nodes: list[str], t0: np.datetime64, t1: np.datetime64) -> np.ndarray | None:
+    from nodewatch.tasks.cubes import repo
+
+    try:
+        if not repo.exists(store, "scores.zarr"):
+            return None
+        ds = repo.open_dataset(store, "scores.zarr")
+        sub = ds["score"].sel(time=slice(t0, t1 - np.timedelta64(1, "ns")))
+        sub = sub.reindex(node=nodes)
+        return np.asarray(sub.values, dtype=np.float64)
+    except (KeyError, ValueError, OSError, FileNotFoundError):
+        return None
+
+
+def read_day(store: Store, day: date, history_days: int = 21) -> dict[str, Any]:
+    """Arrays of ``day`` and the ``history_days`` before it from the telemetry cube, with jobs and topology."""
+    from nodewatch.tasks.cubes import open_telemetry_cube
+
+    ds = open_telemetry_cube(store)
+    step = pd.Timedelta(seconds=int(ds.attrs.get("step_seconds", 900)))
+    t0 = np.datetime64(day.isoformat(), "ns")
+    t1 = t0 + np.timedelta64(1, "D")
+    h0 = t0 - np.timedelta64(history_days, "D")
+    nodes = [str(n) for n in ds["node"].values]
+    metrics = [str(m) for m in ds["metric"].values]
+    mean = ds["mean"]
+    hist = mean.sel(time=slice(h0, t0 - np.timedelta64(1, "ns")))
+    night = mean.sel(time=slice(t0, t1 - np.timedelta64(1, "ns")))
+    racks, archs = _topology(store, nodes)
+    if "rack" in ds.coords:
+        cube_racks = np.asarray(ds["rack"].values).astype(str)
+        racks = np.where(racks == "", cube_racks, racks)
+    return {
+        "nodes": nodes, "metrics": metrics, "step": step,
+        "hist": np.asarray(hist.values, dtype=np.float32), "hist_times": hist["time"].values,
+        "night": np.asarray(night.values, dtype=np.float32), "night_times": night["time"].values,
+        "racks": racks, "archs": np.where(archs == "", "unknown", archs), "jobs": read_jobs(store),
+        "model_scores": _model_scores(store, nodes, t0, t1),
+    }
+
+
+def verdicts_frame(day: date, rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """The verdict rows as the alerts table (columns :data:`COLUMNS`; groups first, then nodes by score)."""
+    df = pd.DataFrame(rows, columns=COLUMNS[1:])
+    df.insert(0, "day", day.isoformat())
+    if len(df):
+        df["first_time"] = pd.to_datetime(df["first_time"]).dt.tz_localize("UTC")
+        df["last_time"] = pd.to_datetime(df["last_time"]).dt.tz_localize("UTC")
+        df["rank"] = (df["kind"] == "node").astype(int)
+        df = df.sort_values(["rank", "score"], ascending=[True, False]).drop(columns="rank").reset_index(drop=True)
+    return df
+
+
+def verdicts_markdown(day: date, df: pd.DataFrame, info: dict[str, Any], limit: int = 40) -> str:
+    """The verdicts page: group alerts, node alerts, what the baseline flags, the configuration."""
+    from nodewatch.tasks.core.escape import md as m
+
+    groups, nodes = df[df["kind"] != "node"], df[df["kind"] == "node"]
+    lines = [f"# Node verdicts — {day.isoformat()}", "",
+             f"- group alerts: {len(groups)}, node alerts: {len(nodes)}, nodes judged: {info['nodes_judged']}",
+             f"- plain robust-z baseline (DESIGN.md) flags {info['baseline_nodes']} nodes",
+             f"- node-windows whose deviation the job explained: {info['job_explained']}",
+             f"- alert budget: {info['config']['budget_per_1000']} false node alerts per 1,000 node-days; "
+             f"persistence {info['config']['k']} of {info['config']['n']} windows", ""]
+    if len(groups):
+        lines += ["## Group alerts", "", "| kind | group | severity | first (UTC) | last | windows | top metrics | nodes |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in groups.itertuples():
+            lines.append(f"| {m(r.kind)} | {m(r.subject)} | {m(r.severity)} | {pd.Timestamp(r.first_time):%H:%M} | "
+                         f"{pd.Timestamp(r.last_time):%H:%M} | {r.windows} | {m(', '.join(r.top_metrics))} | {len(r.members)} |")
+        lines.append("")
+    lines += ["## Node alerts", ""]
+    if len(nodes):
+        lines += ["| node | severity | score / threshold | first (UTC) | windows | top metrics | suspected group | "
+                  "rack outlier (K-Means) |", "|---|---|---|---|---|---|---|---|"]
+        for r in nodes.head(limit).itertuples():
+            lines.append(f"| {m(r.subject)} | {m(r.severity)} | {r.score:.1f} / {r.threshold:.1f} | "
+                         f"{pd.Timestamp(r.first_time):%H:%M} | {r.windows} | {m(', '.join(r.top_metrics))} | "
+                         f"{m(r.suspected_group or '-')} | {'yes' if r.vicinity_outlier else 'no'} |")
+        if len(nodes) > limit:
+            lines.append(f"\n{len(nodes) - limit} more in verdicts.parquet")
+    else:
+        lines.append("No node alert.")
+    return "\n".join(lines) + "\n"
+
+
+def run_verdicts(store: Store, day: date, history_days: int = 21, cfg: VerdictConfig | None = None,
+                 held_back_days: int = 7) -> dict[str, Any]:
+    """Judge ``day`` from the store and write ``reports/<day>/verdicts.parquet`` and ``verdicts.md``."""
+    cfg = cfg or VerdictConfig()
+    d = read_day(store, day, history_days)
+    if d["night"].shape[1] == 0:
+        raise ValueError(f"no telemetry windows of {day.isoformat()} in the cube: build the day first")
+    out = judge_day(d["hist"], d["hist_times"], d["night"], d["night_times"], d["nodes"], d["metrics"], d["racks"],
+                    d["archs"], d["jobs"], d["step"], cfg, held_back_days, d["model_scores"])
+    df = verdicts_frame(day, out["rows"])
+    judged = int(np.isfinite(d["night"]).any(axis=(1, 2)).sum())
+    info = {"nodes_judged": judged, "baseline_nodes": int(out["baseline"].any(axis=1).sum()),
+            "job_explained": out["evidence"].job_explained, "config": asdict(cfg),
+            "group_thresholds": out["calibration"].group}
+    tbl = pa.Table.from_pandas(df, preserve_index=False)
+    paths = {"verdicts": store.write_parquet(tbl, AREA, day.isoformat(), "verdicts.parquet"),
+             "markdown": store.write_bytes(verdicts_markdown(day, df, info).encode(), AREA, day.isoformat(), "verdicts.md")}
+    return {**paths, **info, "node_alerts": int((df["kind"] == "node").sum()) if len(df) else 0,
+            "group_alerts": int((df["kind"] != "node").sum()) if len(df) else 0,
+            "flagged_nodes": sorted({n for ms in df["members"] for n in ms}) if len(df) else [],
+            "day": day.isoformat(), "history": f"{(day - timedelta(days=history_days)).isoformat()}.."}
