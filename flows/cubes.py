@@ -45,6 +45,13 @@ def build_kind(
     ]
 
 
+def _step(t: Any) -> Any:
+    """The Prefect task ``t`` inside a flow run, else its plain function (no task run, no temporary server)."""
+    from prefect.context import FlowRunContext
+
+    return t if FlowRunContext.get() is not None else t.fn
+
+
 def run_build(
     start: date,
     end: date,
@@ -58,7 +65,8 @@ def run_build(
     days: list[date] | None = None,
     dashboard: str | None = None,
 ) -> dict[str, Any]:
-    """Body of :func:`build_cubes` (usable without Prefect); returns the run manifest as a dict.
+    """Body of :func:`build_cubes` (usable without Prefect: outside a flow run the steps are plain calls);
+    returns the run manifest as a dict.
 
     ``days`` (within ``start..end``) restricts the build to those days, built whatever their markers say
     (the repair of damaged days); ``dashboard`` serves the LocalCluster's dashboard there (default: none).
@@ -90,7 +98,7 @@ def run_build(
                 rows += [{"cube": kind, "day": d.isoformat(), "status": "up-to-date"} for d in all_days if d not in todo]
                 if todo:
                     with rec.step(f"build_{kind}"):
-                        rows += build_kind(st, kind, todo, client, settings.step, settings.node_batch, epoch, rec.run_id,
+                        rows += _step(build_kind)(st, kind, todo, client, settings.step, settings.node_batch, epoch, rec.run_id,
                                            getattr(settings, "max_cube_nodes", DEFAULT_MAX_NODES))
                 rec.add_output(f"{kind}_cube", st.url_of("cubes", f"{kind}.zarr"))
     except BaseException as e:

@@ -102,6 +102,9 @@ def _discover() -> None:
         register = getattr(m, "register", None)
         if callable(register):
             register(app)
+    from nodewatch.flows.cli._help import relabel
+
+    relabel(app)  # click-style metavars (TEXT, DATE, PATH) in every --help
 
 
 _discover()

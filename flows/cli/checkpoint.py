@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from nodewatch.flows.cli._modes import PrefectOpt
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -216,7 +218,7 @@ def tables(
     fs_bandwidth_gib_s: Annotated[float | None, typer.Option(help="File-system write bandwidth in GiB/s.")] = None,
     no_grid: Annotated[bool, typer.Option("--no-grid", help="Only the jobs' shapes, no 1-8192 x 1-72 h grid.")] = False,
     restart: Annotated[str | None, typer.Option(help="Restart cost after a failure, e.g. 5m.")] = None,
-    no_prefect: Annotated[bool, typer.Option(help="Run without Prefect (no flow run, no artifacts).")] = False,
+    prefect: PrefectOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Build the checkpoint-interval tables into tables/checkpoint/<run_id>/ and point CURRENT at them."""
@@ -263,10 +265,13 @@ def tables(
         grid=not no_grid,
         restart_h=_dur(restart, "--restart") if restart else 0.0,
     )
+    from nodewatch.flows.cli._modes import print_note, use_prefect
+
+    with_prefect, reason = use_prefect(prefect)
     try:
         # with --json nothing but the JSON document may reach stdout: anything printed on the way goes to stderr
         with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
-            if no_prefect:
+            if not with_prefect:
                 from nodewatch.flows.checkpoint import run_tables
 
                 m = run_tables(**kw)
@@ -276,6 +281,8 @@ def tables(
                 m = checkpoint_tables(**kw)
     except (ValueError, ArithmeticError) as e:
         raise UserError(str(e)) from None
+    if not with_prefect:
+        print_note(reason, m["run_id"])
     if as_json:
         _print_json(m)
         return

@@ -1,6 +1,8 @@
 """``nodewatch ingest <source> PATHS…``: one command per source found in ``tasks/ingest``.
 
-``ingest jobs`` runs the Prefect flow ``ingest_jobs``, every other source the flow ``ingest``.
+``ingest jobs`` runs the Prefect flow ``ingest_jobs``, every other source the flow ``ingest``; without a
+configured Prefect server (or with ``--no-prefect``) the same body runs without Prefect
+(:func:`nodewatch.flows.ingest_steps.run_local`, no temporary-server start).
 (No ``from __future__ import annotations``: Typer evaluates the option annotations, whose help
 texts use the enclosing function's ``formats``.)
 """
@@ -12,6 +14,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
+
+from nodewatch.flows.cli._modes import PrefectOpt
 
 if TYPE_CHECKING:
     from nodewatch.tasks.core.settings import Settings
@@ -85,14 +89,16 @@ def _make_command(source: str, help_text: str, formats: list[str]) -> Callable[.
             typer.Option("--follow-symlinks", help="Take symlinks that resolve to regular files under the given paths "
                          "(default: refuse every link; setting follow_symlinks)."),
         ] = False,
+        prefect: PrefectOpt = None,
     ) -> None:
         from nodewatch.flows.cli import settings
-        from nodewatch.flows.ingest import ingest
 
         s = settings()
         follow = True if follow_symlinks else None
         _preflight(paths, follow_symlinks or s.follow_symlinks)
-        _run(source, lambda: ingest(source, list(paths), fmt, _utc(start), _utc(end), s.store, tz, data_docs, follow))
+        kw = dict(fmt=fmt, start=_utc(start), end=_utc(end), store=s.store, tz=tz, data_docs=data_docs,
+                  follow_symlinks=follow)
+        _run(source, list(paths), kw, "ingest", prefect)
 
     command.__doc__ = help_text
     return command
@@ -122,19 +128,15 @@ def _make_jobs_command(help_text: str, formats: list[str]) -> Callable[..., None
             typer.Option("--follow-symlinks", help="Take symlinks that resolve to regular files under the given paths "
                          "(default: refuse every link; setting follow_symlinks)."),
         ] = False,
+        prefect: PrefectOpt = None,
     ) -> None:
         from nodewatch.flows.cli import settings
-        from nodewatch.flows.ingest import ingest_jobs
 
         s = settings() if hash_users is None else _settings_with(hash_users=hash_users)
         _preflight(paths, follow_symlinks or s.follow_symlinks)
-        _run(
-            "jobs",
-            lambda: ingest_jobs(
-                list(paths), fmt, s.store, tz, data_docs, start=_utc(start), end=_utc(end), hash_users=s.hash_users,
-                follow_symlinks=True if follow_symlinks else None,
-            ),
-        )
+        kw = dict(fmt=fmt, start=_utc(start), end=_utc(end), store=s.store, tz=tz, data_docs=data_docs,
+                  hash_users=s.hash_users, follow_symlinks=True if follow_symlinks else None)
+        _run("jobs", list(paths), kw, "ingest_jobs", prefect)
 
     command.__doc__ = help_text
     return command
@@ -156,12 +158,30 @@ def _preflight(paths: list[str], follow_symlinks: bool) -> None:
     discover_inputs(paths, follow_symlinks=follow_symlinks, exclude=store_exclusions(settings().store))
 
 
-def _run(source: str, run: Callable[[], dict]) -> None:
+def _run(source: str, paths: list[str], kw: dict, flow_name: str, prefect: bool | None) -> None:
+    """Run the ingest of ``paths`` as the Prefect flow ``flow_name`` or, per ``prefect`` (``None``: whether a
+    server is configured), without Prefect; print the summary (and the "ran without Prefect" note)."""
     from nodewatch.flows.cli import console
+    from nodewatch.flows.cli._modes import print_note, use_prefect
 
+    with_prefect, reason = use_prefect(prefect)
+    written: list[str] = []
     with console.status(f"ingesting {source} …"):
-        manifest = run()
+        if with_prefect and flow_name == "ingest_jobs":
+            from nodewatch.flows.ingest import ingest_jobs
+
+            manifest = ingest_jobs(paths, **kw)
+        elif with_prefect:
+            from nodewatch.flows.ingest import ingest
+
+            manifest = ingest(source, paths, **kw)
+        else:
+            from nodewatch.flows.ingest_steps import run_local
+
+            manifest, written = run_local(source, paths, flow_name=flow_name, **kw)
     print_summary(manifest)
+    if not with_prefect:
+        print_note(reason, manifest["run_id"], written)
     if manifest["status"] != "completed":
         raise typer.Exit(1)
 

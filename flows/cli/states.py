@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from nodewatch.flows.cli._modes import PrefectOpt
+
 states_app = typer.Typer(help="SaNSA node states: derive, show a node's timeline, analytics report.", no_args_is_help=True)
 
 _COLORS = {
@@ -85,18 +87,21 @@ def build(
     start: Annotated[str, typer.Option(help="First UTC day (YYYY-MM-DD).")],
     end: Annotated[str, typer.Option(help="Last UTC day, inclusive (YYYY-MM-DD).")],
     rebuild_cube: Annotated[bool, typer.Option("--rebuild", help="Delete and recreate cubes/state.zarr.")] = False,
-    no_prefect: Annotated[bool, typer.Option(help="Run without Prefect (no flow run, no artifacts).")] = False,
+    prefect: PrefectOpt = None,
 ) -> None:
     """Derive node states from staged syslog/jobs/reservations/topology; write node_states, failure_events, state cube."""
     from nodewatch.flows.cli import console, settings
+    from nodewatch.flows.cli._modes import print_note, use_prefect
     from nodewatch.flows.cli._safe import safe
 
     s, e = _day(start), _day(end)
     store = settings().store
-    if no_prefect:
+    with_prefect, reason = use_prefect(prefect)
+    if not with_prefect:
         from nodewatch.flows.states import run_states_build
 
         m = _wrap(lambda: run_states_build(s, e, store, rebuild_cube))
+        print_note(reason, m["run_id"])
     else:
         from nodewatch.flows.states import states_build
 
@@ -117,7 +122,9 @@ def show(
     end: Annotated[
         str, typer.Option(help="Last UTC day, inclusive (YYYY-MM-DD), or an instant, exclusive (YYYY-MM-DDTHH:MM[:SS][Z]).")
     ],
-    no_overlay: Annotated[bool, typer.Option(help="Show the timeline without ADMIN/UNSCHEDULED overlays.")] = False,
+    no_overlay: Annotated[
+        bool, typer.Option("--no-overlay", help="Show the timeline without ADMIN/UNSCHEDULED overlays.")
+    ] = False,
     width: Annotated[int, typer.Option(help="Characters per day in the timeline bar.")] = 96,
 ) -> None:
     """Print a node's state intervals and a one-line-per-day timeline bar."""
@@ -190,19 +197,22 @@ def report(
     start: Annotated[str, typer.Option(help="First UTC day (YYYY-MM-DD).")],
     end: Annotated[str, typer.Option(help="Last UTC day, inclusive (YYYY-MM-DD).")],
     target_anomalies: Annotated[int, typer.Option(help="Choose epsilon so that about this many nodes are anomalous.")] = 5,
-    no_prefect: Annotated[bool, typer.Option(help="Run without Prefect (no flow run, no artifacts).")] = False,
+    prefect: PrefectOpt = None,
 ) -> None:
     """Analytics: Table II, transitions, Table III, Gaussian anomalies, rack under-use, correlated failures (tables + PNGs)."""
     from nodewatch.flows.cli import console, get_store, settings
+    from nodewatch.flows.cli._modes import print_note, use_prefect
     from nodewatch.flows.cli._safe import safe
     from nodewatch.tasks.states.report import markdown_table
 
     s, e = _day(start), _day(end)
     store = settings().store
-    if no_prefect:
+    with_prefect, reason = use_prefect(prefect)
+    if not with_prefect:
         from nodewatch.flows.states import run_states_report
 
         m, _items = _wrap(lambda: run_states_report(s, e, store, target_anomalies))
+        print_note(reason, m["run_id"])
     else:
         from nodewatch.flows.states import states_report
 

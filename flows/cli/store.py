@@ -89,7 +89,7 @@ def repair(
                       f"{safe(p.run_id)}", highlight=False, soft_wrap=True)
     if dry_run:
         return
-    from nodewatch.flows.ingest import run_source
+    from nodewatch.flows.ingest_steps import run_source  # the plain body: no task runs, no temporary Prefect server
 
     for p in plans:
         m = run_repair(store, p, lambda src, paths, fmt: run_source(src, paths, fmt, store=store.url,

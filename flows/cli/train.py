@@ -7,6 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
+from nodewatch.flows.cli._modes import PrefectOpt
+
 
 def _day(s: str) -> date:
     from nodewatch.flows.cli import UserError
@@ -30,7 +32,7 @@ def train_command(
     workers: Annotated[int, typer.Option(help="Node batches trained concurrently.")] = 2,
     train_end: Annotated[str | None, typer.Option(help="First test timestamp (UTC ISO) instead of the 80/20 split.")] = None,
     compare: Annotated[bool, typer.Option(help="Also fit the paper's comparison set (EXP, CLU, DENSE, RUAD x W).")] = False,
-    no_prefect: Annotated[bool, typer.Option(help="Run without Prefect (no flow run, no artifacts).")] = False,
+    prefect: PrefectOpt = None,
 ) -> None:
     """Train one anomaly model per node from cubes/telemetry.zarr into models/<kind>/<run_id>/ (CURRENT moves at the end)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -61,11 +63,14 @@ def train_command(
             t = progress.tasks[bars[b]] if bars[b] < len(progress.tasks) else None
             progress.update(bars[b], completed=t.total if t else None, info=f"done, {ev['failed']} failed")
 
+    from nodewatch.flows.cli._modes import print_note, use_prefect
+
+    with_prefect, reason = use_prefect(prefect)
     T.progress_hooks.append(hook)
     try:
         with progress:
             try:
-                if no_prefect:
+                if not with_prefect:
                     from nodewatch.tasks.core.store import Store
 
                     cfg = T.TrainConfig(model=model, mode=mode, window=window, epochs=epochs, node_batch=node_batch,
@@ -83,6 +88,8 @@ def train_command(
         T.progress_hooks.remove(hook)
     from nodewatch.flows.cli._safe import safe
 
+    if not with_prefect:
+        print_note(reason, out["run_id"])
     console.print(safe(f"run {out['run_id']} ({out['kind']}): {out['trained']} nodes trained, {len(out['failed'])} failed; "
                        f"registry {out['registry']}; CURRENT moved: {out['current_moved']}"))
     for n, f in list(out["failed"].items())[:20]:
