@@ -524,10 +524,14 @@ def finish_day(store: Store, day: date, kind: str, model_run: str, results: list
     geo = read_geometry(store, spec, session.store)
     if geo is None:
         raise FileNotFoundError("cubes/scores.zarr does not exist: call ensure_scores_cube first")
-    for res in results:
-        arrays = res["arrays"] if isinstance(res["arrays"], dict) else load_region_arrays(store, res["arrays"])
-        write_region(store, spec, geo, Region(day, res["batch"]), arrays, session.store)
-    png = heatmap_png(store, day, _daily(day, "heatmap.png", version), session.store)
+    try:
+        for res in results:
+            arrays = res["arrays"] if isinstance(res["arrays"], dict) else load_region_arrays(store, res["arrays"])
+            write_region(store, spec, geo, Region(day, res["batch"]), arrays, session.store)
+        png = heatmap_png(store, day, _daily(day, "heatmap.png", version), session.store)
+    except repo.io_errors() as e:
+        raise ScoringError(f"scores {day.isoformat()}: write failed ({repo.first_line(e)}); nothing was published "
+                           "(readers keep the day's previous scores and summary): fix the cause and re-run") from None
     counts = summary["status"].value_counts().to_dict()
     out = {
         "day": day.isoformat(), "model_kind": kind, "model_run": model_run, "nodes": int(len(summary)),

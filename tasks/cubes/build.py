@@ -252,6 +252,15 @@ def build_days(
     conflicted: list[date] = []
 
     def finish(entry: tuple[date, float, list[str], list[Any], Any, Any]) -> None:
+        try:
+            _finish(entry)
+        except repo.CubeError:
+            raise
+        except repo.io_errors() as e:
+            raise repo.CubeError(f"{spec.key} {entry[0].isoformat()}: write failed ({repo.first_line(e)}); nothing of the "
+                                 "day was published (readers keep its previous state): fix the cause and re-run") from None
+
+    def _finish(entry: tuple[date, float, list[str], list[Any], Any, Any]) -> None:
         day, t0, files, writes, reports, session = entry
         written = client.gather(writes)
         forks = list({id(w[3]): w[3] for w in written}.values())

@@ -100,6 +100,20 @@ def _proto(store: Store) -> str:
     return store.fs.protocol if isinstance(store.fs.protocol, str) else store.fs.protocol[0]
 
 
+def io_errors() -> tuple[type[BaseException], ...]:
+    """Exception types of a failed write/read of the storage (a full disk, a permission problem)."""
+    return (OSError, _ic().IcechunkError)
+
+
+def first_line(e: BaseException) -> str:
+    """The first meaningful line of an exception message (Icechunk's are multi-line reports)."""
+    for line in str(e).splitlines():
+        line = line.strip().lstrip("x").strip()
+        if line:
+            return line[:300]
+    return type(e).__name__
+
+
 def storage_for(store: Store, key: str) -> icechunk.Storage:
     """Icechunk storage of cube ``key`` (``telemetry.zarr`` …) in ``store``: local path, S3 prefix or memory."""
     icechunk = _ic()
@@ -190,7 +204,9 @@ def commit(store: Store, key: str, session: icechunk.Session, message: str,
     """Publish ``session`` (rebased onto the branch tip under the commit lock); returns the snapshot id.
 
     A session without changes commits nothing (``None``). A chunk also written by a commit made since the
-    session started is a :class:`CubeConflictError` (one line); nothing of this session is published then.
+    session started is taken from this session (two builds of one day: the later commit wins, whole); a
+    metadata conflict (an axis changed under the session) is a :class:`CubeConflictError`, an I/O failure
+    (full disk) a :class:`CubeError`, both one line; nothing of this session is published then.
     """
     icechunk = _ic()
 
@@ -204,10 +220,12 @@ def commit(store: Store, key: str, session: icechunk.Session, message: str,
             fault_point("cube:after-commit")
             return snap
         except (icechunk.ConflictError, icechunk.RebaseFailedError) as e:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise CubeConflictError(
                 f"{store.url_of('cubes', key)}: another run changed the same part of the cube while this run wrote "
-                f"({first[:200]}); nothing was published, re-run") from None
+                f"({first_line(e)[:200]}); nothing was published, re-run") from None
+        except io_errors() as e:
+            raise CubeError(f"{store.url_of('cubes', key)}: commit failed ({first_line(e)}); nothing was published "
+                            "(readers keep the previous commit): fix the cause and re-run") from None
 
 
 @contextmanager

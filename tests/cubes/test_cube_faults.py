@@ -202,3 +202,44 @@ def test_state_cube_rebuild_killed_leaves_the_previous_cube(tmp_path):
         assert (open_cube("state", st)["state"].values == want).all(), point  # readable, old or new, whole
     write_cube(st, np.full((2, 1440), 7, np.int8), ["cn1", "cn2"], t0)  # a plain build afterwards works
     assert (open_cube("state", st)["state"].values == 7).all()
+
+
+@pytest.fixture
+def tiny_fs(tmp_path):
+    """A small tmpfs (skipped with the reason when mounting is not permitted)."""
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip() or r.returncode}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+@pytest.mark.slow
+def test_full_disk_during_a_day_rebuild_publishes_nothing(stores, tiny_fs):
+    root, base, old, new, d2 = stores
+    shutil.copytree(base.root, tiny_fs / "store")
+    st = Store(str(tiny_fs / "store"))
+    filler = tiny_fs / "filler"
+    with open(filler, "wb", buffering=0) as f:  # fill the disk, then give back a few KiB: less than a day's chunks
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError:
+            pass
+    with open(filler, "r+b") as f:
+        f.truncate(filler.stat().st_size - 6 * 1024)
+    with dask_client(n_workers=1, processes=False) as c, pytest.raises(Exception) as err:  # noqa: PT011
+        build_days(st, "telemetry", [D1], c, node_batch=2)
+    assert "No space left" in str(err.value) or "os error 28" in str(err.value), str(err.value)[:500]
+    assert "\n" not in str(err.value) and "nothing of" in str(err.value)  # one line (the CLI prints it, exit 2)
+    seen = _day(st, D1)
+    assert _same(seen, old) and not day_complete(st, D1)  # the previous day, whole (before: mean/std new, count 0)
+    filler.unlink()
+    with dask_client(n_workers=1, processes=False) as c:
+        build_days(st, "telemetry", [D1], c, node_batch=2)
+    assert _same(_day(st, D1), new) and day_complete(st, D1)
