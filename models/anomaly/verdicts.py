@@ -34,7 +34,7 @@ from nodewatch.models.anomaly.vicinity import (
     MAD_TO_SIGMA,
     Reference,
     _nanmedian,
-    conditioned_z,
+    conditioned_deviation,
     group_shift,
     kmeans_vicinity_outliers,
     shared_component,
@@ -177,21 +177,22 @@ def _labels_index(labels: np.ndarray) -> dict[str, np.ndarray]:
 
 def evidence(day: DayInputs, ref: Reference, cfg: VerdictConfig) -> Evidence:
     """Temporal and vicinity evidence of one day (module docstring, steps 1-4)."""
-    z = conditioned_z(day.x, day.busy, ref, day.transition)
-    e = z.copy()
+    d, sc = conditioned_deviation(day.x, day.busy, ref, day.transition)
+    z = d / sc
     have = np.isfinite(z)
-    # job vicinity: remove what the nodes of one job share at the same time
+    # job vicinity: remove what the nodes of one job share at the same time (in log units: a shared
+    # burst is the same relative change on every node, whatever each node's own scale)
     job = np.asarray(day.job)
     for j in np.unique(job[job >= 0]):
         rows = np.flatnonzero((job == j).any(axis=1))
         if len(rows) < 2:
             continue
         on = job[rows] == j
-        sub = np.where(on[:, :, None], e[rows], np.nan)
+        sub = np.where(on[:, :, None], d[rows], np.nan)
         sh = shared_component(sub)
-        e[rows] -= np.where(on[:, :, None], sh[None], 0.0)
+        d[rows] -= np.where(on[:, :, None], sh[None], 0.0)
     # rack and architecture vicinities, judged on what the jobs do not explain
-    ej = e.copy()
+    ej = d / sc
     groups: dict[tuple[str, str], np.ndarray] = {}
     members: dict[tuple[str, str], np.ndarray] = {}
     racks, archs = _labels_index(day.racks), _labels_index(day.archs)
@@ -214,7 +215,7 @@ def evidence(day: DayInputs, ref: Reference, cfg: VerdictConfig) -> Evidence:
         if ref_nodes.sum() >= cfg.min_group:
             groups[("rack", name)] = group_shift(ej, idx, ref_nodes)
             members[("rack", name)] = idx
-        e[idx] -= np.nan_to_num(_nanmedian(e[idx], axis=0))[None]
+        d[idx] -= np.nan_to_num(_nanmedian(d[idx], axis=0))[None]
     if len(archs) > 1:
         for name, idx in archs.items():
             idx = idx[with_data[idx]]
@@ -223,6 +224,7 @@ def evidence(day: DayInputs, ref: Reference, cfg: VerdictConfig) -> Evidence:
             if len(idx) >= cfg.min_group and others.sum() >= cfg.min_group:
                 groups[("architecture", name)] = group_shift(ej, idx, others)
                 members[("architecture", name)] = idx
+    e = d / sc
     fused = np.minimum(np.abs(z), np.abs(e))
     fused = np.where(np.isfinite(fused), fused, 0.0).astype(np.float32)
     top2 = np.partition(fused, fused.shape[2] - 2, axis=2)[:, :, -2:] if fused.shape[2] >= 2 else np.zeros(fused.shape[:2] + (2,))
@@ -299,6 +301,7 @@ def verdicts(ev: Evidence, cal: Calibration, day: DayInputs, nodes: list[str], m
     wflags = np.zeros(ev.score.shape, dtype=bool)
     node_group: dict[int, str] = {}
     alerted = np.zeros(n_nodes, dtype=bool)
+    fused = ev.fused.copy()
     order = sorted(ev.groups, key=lambda k: (k[0] != "rack", k))
     for kind, name in order:
         g = ev.groups[(kind, name)]
@@ -324,6 +327,9 @@ def verdicts(ev: Evidence, cal: Calibration, day: DayInputs, nodes: list[str], m
         mscore = np.nan_to_num(np.abs(g[fl]), nan=0.0).sum(axis=0)
         top = [metrics[i] for i in np.argsort(-mscore)[:3] if mscore[i] > 0]
         wflags[np.ix_(idx, fl)] = True
+        # what the group shares explains its members' deviations on those metrics in those windows
+        sig = (np.nan_to_num(np.abs(g), nan=0.0) >= thr / 2) & fl[:, None]
+        fused[idx] = np.where(sig[None], 0.0, fused[idx])
         for i in idx:
             node_group.setdefault(int(i), f"{kind} {name}")
         rows.append({
@@ -333,14 +339,16 @@ def verdicts(ev: Evidence, cal: Calibration, day: DayInputs, nodes: list[str], m
             "architecture": str(day.archs[idx[0]]), "members": [nodes[i] for i in idx], "model_peak": float("nan"),
             "vicinity_outlier": None,
         })
-    nf = flagged_windows(ev.score, cal.node, cfg.k, cfg.n, cfg.strong, ev.score2)
-    peak = alert_score(ev.score, cfg.k, cfg.n, cfg.strong, ev.score2).max(axis=1)
+    top2 = np.sort(fused, axis=2)[:, :, -2:] if fused.shape[2] >= 2 else np.zeros(fused.shape[:2] + (2,))
+    score, score2 = top2[:, :, -1].astype(np.float64), top2[:, :, 0].astype(np.float64)
+    nf = flagged_windows(score, cal.node, cfg.k, cfg.n, cfg.strong, score2)
+    peak = alert_score(score, cfg.k, cfg.n, cfg.strong, score2).max(axis=1)
     for i in np.flatnonzero(nf.any(axis=1)):
         fl = nf[i]
-        contrib = ev.fused[i][fl].sum(axis=0)
+        contrib = fused[i][fl].sum(axis=0)
         top = [metrics[m] for m in np.argsort(-contrib)[:3] if contrib[m] > 0]
-        t_peak = int(np.argmax(np.where(fl, ev.score[i], -1)))
-        m_top = int(np.argmax(ev.fused[i, t_peak]))
+        t_peak = int(np.argmax(np.where(fl, score[i], -1)))
+        m_top = int(np.argmax(fused[i, t_peak]))
         rack_idx = np.flatnonzero(np.asarray(day.racks).astype(str) == str(day.racks[i]))
         vals = ev.z[rack_idx, t_peak, m_top]
         out = kmeans_vicinity_outliers(vals)

@@ -109,29 +109,35 @@ def fit_reference(
     return Reference(np.stack(locs), np.stack(scs))
 
 
-def conditioned_z(x: np.ndarray, busy: np.ndarray | None, ref: Reference, transition: np.ndarray | None = None) -> np.ndarray:
-    """Robust z of ``x`` (node, time, metric) against the reference of each window's job state.
+def conditioned_deviation(x: np.ndarray, busy: np.ndarray | None, ref: Reference,
+                          transition: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Deviation ``x - median`` (log units) of each window from the reference of its job state, and the scale.
 
     In a ``transition`` window (node, time: a job started or stopped in or just before it) the window
-    mixes both states, so the z is the distance to the envelope ``[min(loc_idle, loc_busy),
-    max(loc_idle, loc_busy)]`` in units of the larger scale: 0 inside it (the job start/stop explains the
+    mixes both states, so the deviation is the distance to the envelope ``[min(loc_idle, loc_busy),
+    max(loc_idle, loc_busy)]`` with the larger scale: 0 inside it (the job start/stop explains the
     change), the excess outside it.
     """
     xa = np.asarray(x, dtype=np.float32)
     b = np.zeros(xa.shape[:2], dtype=bool) if busy is None else np.asarray(busy, dtype=bool)
     loc = np.where(b[:, :, None], ref.loc[1][:, None, :], ref.loc[0][:, None, :])
-    sc = np.where(b[:, :, None], ref.scale[1][:, None, :], ref.scale[0][:, None, :])
-    z = robust_z(xa, loc, sc).astype(np.float32)
+    sc = np.where(b[:, :, None], ref.scale[1][:, None, :], ref.scale[0][:, None, :]).astype(np.float32)
+    d = (xa - loc).astype(np.float32)
     if transition is not None and np.asarray(transition).any():
-        tr = np.asarray(transition, dtype=bool)
+        tr = np.asarray(transition, dtype=bool)[:, :, None]
         lo = np.minimum(ref.loc[0], ref.loc[1])[:, None, :]
         hi = np.maximum(ref.loc[0], ref.loc[1])[:, None, :]
-        s2 = np.maximum(ref.scale[0], ref.scale[1])[:, None, :]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            env = np.where(xa > hi, (xa - hi) / s2, np.where(xa < lo, (xa - lo) / s2, 0.0)).astype(np.float32)
-        env = np.where(np.isfinite(xa), env, np.nan)
-        z = np.where(tr[:, :, None], env, z)
-    return z
+        env = np.where(xa > hi, xa - hi, np.where(xa < lo, xa - lo, 0.0)).astype(np.float32)
+        d = np.where(tr, np.where(np.isfinite(xa), env, np.nan), d)
+        sc = np.where(tr, np.maximum(ref.scale[0], ref.scale[1])[:, None, :], sc)
+    return d, sc
+
+
+def conditioned_z(x: np.ndarray, busy: np.ndarray | None, ref: Reference, transition: np.ndarray | None = None) -> np.ndarray:
+    """Robust z of ``x`` (node, time, metric) against the reference of each window's job state
+    (:func:`conditioned_deviation` divided by the scale)."""
+    d, sc = conditioned_deviation(x, busy, ref, transition)
+    return robust_z(d, 0.0, sc).astype(np.float32)
 
 
 def group_median(v: np.ndarray, members: np.ndarray, min_members: int = 1) -> np.ndarray:
@@ -242,6 +248,24 @@ def kmeans_vicinity_outliers(values: np.ndarray, max_density: float = 0.2, max_s
 
 
 # ----------------------------------------------------------------------------- the baseline of DESIGN.md
+def own_history_max_z(hist: np.ndarray, night: np.ndarray, floor: float = 1e-3) -> np.ndarray:
+    """(node, time) largest |z| over metrics of ``log1p`` window means against the node's own history
+    (median and ``1.4826 * MAD`` per metric, scale floored at ``floor``); NaN -> 0."""
+    h = np.log1p(np.maximum(np.asarray(hist, dtype=np.float32), 0))
+    x = np.log1p(np.maximum(np.asarray(night, dtype=np.float32), 0))
+    loc, sc = robust_location_scale(h, axis=1, floor=floor)
+    z = np.abs(robust_z(x, loc[:, None, :], sc[:, None, :]))
+    return np.nan_to_num(z, nan=0.0).max(axis=2)
+
+
+def consecutive(over: np.ndarray, m: int) -> np.ndarray:
+    """(node, time) True where ``over`` holds in this window and the ``m - 1`` windows before it."""
+    run = np.zeros(over.shape, dtype=np.int32)
+    for t in range(over.shape[1]):
+        run[:, t] = np.where(over[:, t], (run[:, t - 1] if t else 0) + 1, 0)
+    return run >= m
+
+
 def own_history_baseline(hist: np.ndarray, night: np.ndarray, k: float = 8.0, m: int = 2,
                          floor: float = 1e-3) -> np.ndarray:
     """The plain per-node robust-z alarm (``../shared/DESIGN.md``, "Alerts, measured on the demo").
@@ -251,12 +275,4 @@ def own_history_baseline(hist: np.ndarray, night: np.ndarray, k: float = 8.0, m:
     when any metric has ``|z| > k`` in this window and the ``m - 1`` windows before it (``m``
     consecutive windows). Returns (node, time) bool.
     """
-    h = np.log1p(np.maximum(np.asarray(hist, dtype=np.float32), 0))
-    x = np.log1p(np.maximum(np.asarray(night, dtype=np.float32), 0))
-    loc, sc = robust_location_scale(h, axis=1, floor=floor)
-    z = np.abs(robust_z(x, loc[:, None, :], sc[:, None, :]))
-    over = np.nan_to_num(z, nan=0.0).max(axis=2) > k
-    run = np.zeros(over.shape, dtype=np.int32)
-    for t in range(over.shape[1]):
-        run[:, t] = np.where(over[:, t], (run[:, t - 1] if t else 0) + 1, 0)
-    return run >= m
+    return consecutive(own_history_max_z(hist, night, floor) > k, m)
