@@ -122,12 +122,17 @@ def judge_day(hist: np.ndarray, hist_times: np.ndarray, night: np.ndarray, night
 
 # ----------------------------------------------------------------------------- store I/O
 def _topology(store: Store, nodes: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    t = store.read_staged("topology", columns=["node", "rack", "architecture", "valid_from"])
+    t = store.read_staged("topology")
     racks = np.array([""] * len(nodes), dtype=object)
     archs = np.array([""] * len(nodes), dtype=object)
     if t is None or not t.num_rows:
         return racks, archs
-    df = t.to_pandas().sort_values("valid_from").drop_duplicates("node", keep="last").set_index("node")
+    df = t.to_pandas()
+    if "valid_from" in df.columns:  # the latest snapshot of each node wins
+        df = df.sort_values("valid_from", kind="stable")
+    if "architecture" not in df.columns:
+        df["architecture"] = ""
+    df = df.drop_duplicates("node", keep="last").set_index("node")
     for i, n in enumerate(nodes):
         if n in df.index:
             racks[i], archs[i] = str(df.at[n, "rack"]), str(df.at[n, "architecture"])
@@ -174,7 +179,7 @@ def read_day(store: Store, day: date, history_days: int = 21) -> dict[str, Any]:
     night = mean.sel(time=slice(t0, t1 - np.timedelta64(1, "ns")))
     racks, archs = _topology(store, nodes)
     if "rack" in ds.coords:
-        cube_racks = np.asarray(ds["rack"].values).astype(str)
+        cube_racks = np.array([str(r) for r in ds["rack"].values], dtype=object)
         racks = np.where(racks == "", cube_racks, racks)
     return {
         "nodes": nodes, "metrics": metrics, "step": step,
