@@ -14,7 +14,6 @@ import argparse
 import sys
 import tempfile
 import time
-import warnings
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -29,6 +28,7 @@ import xarray as xr  # noqa: E402
 from nodewatch.models.anomaly.synthetic_telemetry import make_synthetic_telemetry  # noqa: E402
 from nodewatch.tasks.anomaly.train import TrainConfig, run_training  # noqa: E402
 from nodewatch.tasks.core.store import Store  # noqa: E402
+from nodewatch.tasks.cubes import repo  # noqa: E402
 
 
 def main() -> None:
@@ -46,9 +46,8 @@ def main() -> None:
                     coords={"node": d.nodes, "time": d.times, "metric": d.metrics})
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(str(Path(tmp) / "store"))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ds.to_zarr(store.url_of("cubes", "telemetry.zarr"), zarr_format=3, consolidated=False)
+        with repo.transaction(store, "telemetry.zarr", "synthetic cube", create=True) as session:
+            ds.to_zarr(session.store, zarr_format=3, consolidated=False)
         iv = pd.DataFrame(d.intervals, columns=["node", "start", "end", "type"])
         pq.write_table(pa.table({"node": iv["node"], "start": pd.to_datetime(iv["start"], utc=True),
                                  "end": pd.to_datetime(iv["end"], utc=True), "type": iv["type"]}), Path(tmp) / "labels.parquet")
