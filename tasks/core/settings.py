@@ -69,6 +69,12 @@ class Settings(BaseSettings):
         False,
         description="take input symlinks that resolve to regular files under the given paths (default: refuse every link)",
     )
+    max_decompressed_bytes: int = Field(
+        64 << 30, gt=0, description="a compressed input decompressing to more bytes is quarantined (also the disk spool cap)"
+    )
+    max_compression_ratio: float = Field(
+        1000.0, gt=1, description="a compressed input decompressing at a higher ratio (checked after 64 MiB) is quarantined"
+    )
     service_hosts: list[str] = Field(
         default_factory=list,
         description="non-compute hosts whose rows are accepted (e.g. the Slurm controller); env: JSON list",

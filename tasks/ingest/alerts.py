@@ -235,7 +235,10 @@ def _csv_rows(stream: BinaryIO, ctx: ParseContext, required: set[str], one_of: t
     if header_line is None:
         raise InputError(f"{ctx.name}: empty file (no CSV header)")
     hn, htext = header_line
-    header = [h.strip().lower() for h in next(csv.reader([htext.lstrip("\ufeff")]))]
+    try:
+        header = [h.strip().lower() for h in next(csv.reader([htext.lstrip("\ufeff")]))]
+    except csv.Error as e:  # e.g. a binary first "line" of megabytes: a file error, not a traceback
+        raise InputError(f"{ctx.name}:{hn}: not a CSV header ({e})") from None
     missing = sorted(required - set(header))
     for group in one_of:
         if not group & set(header):

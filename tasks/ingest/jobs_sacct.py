@@ -440,7 +440,8 @@ def parse_sacct(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
         except _StreamCut as e:
             # keep what was read: the caller flushes rows parsed so far, then raises
             nonlocal cut
-            cut = InputError(f"{ctx.name}: stream ends unexpectedly ({e}), line {e.lines + 1}")
+            why = str(e).removeprefix(f"{ctx.name}: ")  # (a DecompressedStream error names the file too)
+            cut = InputError(f"{ctx.name}: stream ends unexpectedly ({why}), line {e.lines + 1}")
             exhausted = True
             return None
         return no, _decode(raw)

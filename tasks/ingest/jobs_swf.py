@@ -246,8 +246,8 @@ def _read_blocks(stream: BinaryIO) -> Iterator[memoryview]:
             return
         cut = data.rfind(b"\n")
         if cut < 0:
-            parts, size = [data], len(data)
-            continue
+            # no newline in BLOCK_BYTES: binary data or a bomb, never an SWF line (memory stays bounded)
+            raise _StreamCut(f"a line longer than {BLOCK_BYTES >> 20} MiB: binary data, not an SWF trace")
         rest = data[cut + 1 :]
         parts, size = ([rest], len(rest)) if rest else ([], 0)
         yield memoryview(data)[: cut + 1]
@@ -276,8 +276,11 @@ def parse_swf(stream: BinaryIO, ctx: ParseContext) -> Iterator[ParseResult]:
         except StopIteration:
             break
         except _StreamCut as e:
+            why = str(e).removeprefix(f"{ctx.name}: ")  # (a DecompressedStream error names the file too)
+            if why.startswith("a line longer"):
+                raise InputError(f"{ctx.name}: {why}, line {line_base + 1}") from None
             raise InputError(
-                f"{ctx.name}: stream ends unexpectedly (truncated or corrupt compressed file: {e}), line {line_base + 1}"
+                f"{ctx.name}: stream ends unexpectedly (truncated or corrupt compressed file: {why}), line {line_base + 1}"
             ) from e
         any_bytes = True
         if not seen_data:

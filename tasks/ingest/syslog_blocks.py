@@ -35,12 +35,14 @@ import pyarrow.compute as pc
 from nodewatch.schemas.names import normalise_node
 from nodewatch.tasks.ingest import localtime
 from nodewatch.tasks.ingest.base import ParseContext, ParseResult, rejects_table
-from nodewatch.tasks.ingest.inputs import InputError
+from nodewatch.tasks.ingest.inputs import InputError, TruncatedArchiveError
 
 MAX_LINE = 1 << 20
+TRUNCATED_REASON = "truncated archive"
+"""Reject reason of the partial last line of a compressed input that breaks off (the complete lines are parsed)."""
 """Longest accepted line in bytes (1 MiB); longer lines are rejected, the rest of the file is read."""
 
-_READ = 1 << 16  # small reads: a truncated compressed stream loses at most this much before the error
+_READ = 1 << 16  # read size (a truncated compressed stream loses nothing: DecompressedStream returns every byte first)
 _PAD = 136  # >= the widest window (128) + 8
 _PAD_BYTES = b"\0" * _PAD
 _NS = 1_000_000_000
@@ -189,7 +191,9 @@ def iter_blocks(stream: BinaryIO, name: str, block_bytes: int = 16 << 20, max_li
     Memory is bounded by about ``block_bytes + max_line``. A line longer than ``max_line`` is
     rejected (its first 200 bytes kept as ``raw``) and skipped up to its newline. A stream that
     fails mid-way (truncated gzip, I/O error) first yields every complete line read, then raises
-    :class:`InputError` naming the file and the last good line.
+    :class:`InputError` naming the file and the last good line. A truncated archive
+    (:class:`~nodewatch.tasks.ingest.inputs.TruncatedArchiveError`) also yields its partial last line
+    as a reject with the reason :data:`TRUNCATED_REASON` and raises ``TruncatedArchiveError``.
     """
     parts: list[bytes] = []
     size = 0  # bytes held in parts
@@ -206,6 +210,17 @@ def iter_blocks(stream: BinaryIO, name: str, block_bytes: int = 16 << 20, max_li
                 blk = _make_block(chunk[: cut + 1], next_line, max_line)
                 next_line += blk.n_lines
                 yield blk
+            if isinstance(e, TruncatedArchiveError):
+                partial = chunk[cut + 1 :]
+                cut_line = f", the partial line {next_line} ({len(partial)} bytes) is quarantined" if partial else ""
+                if partial and not skipping:  # the cut last line: quarantined as a row, never parsed
+                    yield _reject_only(next_line, partial[:4096], TRUNCATED_REASON)
+                else:
+                    cut_line = ""
+                raise TruncatedArchiveError(
+                    f"{name}: stream ends unexpectedly after line {next_line - 1}: truncated archive, every complete "
+                    f"line before the break was read{cut_line}; re-fetch the file for the rest"
+                ) from e
             raise InputError(
                 f"{name}: stream ends unexpectedly after line {next_line - 1} ({type(e).__name__}: {e}); "
                 f"the lines before were read, re-fetch the file for the rest"

@@ -3,7 +3,10 @@
 Every format yields batches of the staged ``telemetry`` table (``schemas/telemetry.py``):
 ``time, node, metric, value, source_offset``. Everything is vectorised with pyarrow/numpy (no
 per-row Python on valid input) and streams in bounded memory: parquet by row batches
-(``ParquetFile.iter_batches``), CSV with ``pyarrow.csv.open_csv`` (one block at a time).
+(``ParquetFile.iter_batches``), CSV with ``pyarrow.csv.open_csv`` (one block at a time). A
+compressed parquet file (``.parquet.zst``…) cannot be read without seeking: it is spooled to an
+unlinked temporary file on disk (at most the setting ``max_decompressed_bytes``), never read into
+memory; a parquet file whose column data decompress beyond the limits is refused (a bomb).
 
 Formats
 -------
@@ -42,7 +45,9 @@ Host aliases from the topology (``ParseContext.aliases``) are applied to node na
 from __future__ import annotations
 
 import io
+import os
 import re
+import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
@@ -77,6 +82,7 @@ from nodewatch.tasks.ingest._vectorised import (
     value_to_float,
 )
 from nodewatch.tasks.ingest.base import REJECT_SCHEMA, Format, ParseContext, ParseResult, SourceSpec, empty_rejects
+from nodewatch.tasks.ingest.inputs import RATIO_MIN_BYTES, ArchiveError, DecompressionLimitError, Limits
 from nodewatch.tasks.ingest.turin_units import turin_metric_names
 
 ROW_SCHEMA = TELEMETRY.arrow_schema()
@@ -84,6 +90,7 @@ TIME_NAMES = ("timestamp", "time")
 TURIN_METRICS = ("power", "cpu1", "cpu2", "cpus_alloc")
 TURIN_TIME = "date"
 LDMS_META = ("#Time", "Time_usec", "ProducerName", "component_id", "job_id")
+_SPOOL_CHUNK = 1 << 20
 
 
 
@@ -207,13 +214,64 @@ class _Emitter:
 
 
 # ---------------------------------------------------------------------------------------- parquet
-def _open_parquet(stream: BinaryIO, ctx: ParseContext) -> pq.ParquetFile:
+def _spool_to_disk(stream: BinaryIO, limits: Limits) -> pa.NativeFile:
+    """Copy a non-seekable (decompressed) stream to an anonymous temporary file, at most
+    ``limits.max_bytes`` bytes (:class:`DecompressionLimitError` beyond), and open it for random access.
+
+    The file is unlinked at once: its disk space is freed when the returned file is closed or collected.
+    """
+    fd, name = tempfile.mkstemp(prefix="nodewatch-parquet-", suffix=".parquet")
     try:
+        size = 0
+        with os.fdopen(fd, "wb") as out:
+            while chunk := stream.read(_SPOOL_CHUNK):
+                size += len(chunk)
+                if size > limits.max_bytes:
+                    raise DecompressionLimitError(
+                        f"decompressed size exceeds {limits.max_bytes} bytes (setting max_decompressed_bytes); not ingested"
+                    )
+                out.write(chunk)
+        return pa.OSFile(name, "r")
+    finally:
+        os.unlink(name)
+
+
+def _check_parquet_limits(pf: pq.ParquetFile, ctx: ParseContext, limits: Limits) -> None:
+    """Refuse a parquet file whose column chunks decompress to more than the limits allow (a parquet bomb)."""
+    md = pf.metadata
+    plain = sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
+    packed = sum(
+        md.row_group(i).column(j).total_compressed_size for i in range(md.num_row_groups) for j in range(md.num_columns)
+    )
+    if plain > limits.max_bytes:
+        raise DecompressionLimitError(
+            f"{ctx.name}: decompressed size exceeds {limits.max_bytes} bytes (parquet column data: {plain} bytes; "
+            "setting max_decompressed_bytes); not ingested"
+        )
+    if plain > RATIO_MIN_BYTES and plain > limits.max_ratio * max(packed, 1):
+        raise DecompressionLimitError(
+            f"{ctx.name}: compression ratio {plain / max(packed, 1):.0f}:1 of its parquet column data exceeds "
+            f"{limits.max_ratio:g}:1 (setting max_compression_ratio); not ingested"
+        )
+
+
+def _open_parquet(stream: BinaryIO, ctx: ParseContext) -> pq.ParquetFile:
+    """A parquet reader over ``stream``; a compressed (non-seekable) input is spooled to disk first, in
+    bounded memory and at most ``max_decompressed_bytes`` (:mod:`nodewatch.tasks.ingest.inputs`)."""
+    limits = getattr(stream, "limits", None) or Limits.from_settings()
+    try:
+        source: BinaryIO | pa.NativeFile = stream
         if not (hasattr(stream, "seekable") and stream.seekable()):
-            stream = io.BytesIO(stream.read())  # compressed parquet: must be random access
-        return pq.ParquetFile(stream)
+            source = _spool_to_disk(stream, limits)  # compressed parquet: must be random access
+        pf = pq.ParquetFile(source)
+    except DecompressionLimitError as e:
+        raise file_error(ctx, str(e).removeprefix(f"{ctx.name}: ")) from None
+    except ArchiveError as e:
+        raise file_error(ctx, f"not a readable parquet file: {str(e).removeprefix(f'{ctx.name}: ')}") from None
     except (pa.ArrowException, OSError, EOFError) as e:
         raise file_error(ctx, f"not a readable parquet file (truncated or corrupt?): {e}") from e
+    _check_parquet_limits(pf, ctx, limits)
+    return pf
 
 
 def _iter_parquet(pf: pq.ParquetFile, ctx: ParseContext, columns: list[str]) -> Iterator[pa.RecordBatch]:

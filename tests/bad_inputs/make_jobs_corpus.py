@@ -214,8 +214,8 @@ EXPECTED: dict[str, Expect] = {
     "sacct_non_utf8.log": Expect(rows=1, rejects={3: "parse: column User is not valid UTF-8"}),
     "sacct_truncated.log": Expect(rows=2, rejects={4: "parse: record has 8 fields, header has 17 (truncated record?)"}),
     "sacct_truncated.log.gz": Expect(
-        error="sacct_truncated.log.gz: stream ends unexpectedly (Compressed file ended before the end-of-stream marker "
-        "was reached), line 989"
+        error="sacct_truncated.log.gz: stream ends unexpectedly (truncated archive (gzip stream ends before its end "
+        "marker after 142360 decompressed bytes); re-fetch the file for the rest), line 989"
     ),
     "sacct_end_before_start.log": Expect(
         rows=1, quarantined={2: "expect_column_pair_values_a_to_be_greater_than_b(end_time>=start_time)"}
