@@ -63,6 +63,7 @@ class Settings(BaseSettings):
     dask_address: str | None = Field(None, description="address of an existing Dask scheduler")
     dask_workers: int = Field(2, description="workers of the default LocalCluster")
     node_batch: int = Field(50, description="nodes per batch for aggregation, training and scoring")
+    max_cube_nodes: int = Field(100_000, gt=0, description="cube builds refuse staged data naming more distinct nodes")
     future_tolerance_s: int = Field(300, description="rows more than this many seconds in the future are rejected")
     data_docs: bool = Field(True, description="write a Great Expectations Data Docs site per run")
     follow_symlinks: bool = Field(

@@ -243,3 +243,17 @@ def test_full_disk_during_a_day_rebuild_publishes_nothing(stores, tiny_fs):
     with dask_client(n_workers=1, processes=False) as c:
         build_days(st, "telemetry", [D1], c, node_batch=2)
     assert _same(_day(st, D1), new) and day_complete(st, D1)
+
+
+def test_max_cube_nodes_setting_reaches_the_build(tmp_path, monkeypatch):
+    from nodewatch.flows.cubes import run_build
+    from nodewatch.tasks.core.settings import load_settings
+
+    monkeypatch.setenv("NODEWATCH_MAX_CUBE_NODES", "30")
+    assert load_settings().max_cube_nodes == 30
+    st = Store(str(tmp_path / "s"))
+    names = [f"x{i:05d}" for i in range(40)]
+    st.write_parquet(telemetry_table([f"{D1.isoformat()}T00:00Z"] * 40, names, ["power_node"] * 40, [1.0] * 40),
+                     st.staged_key("telemetry", D1.isoformat(), "r"))
+    with pytest.raises(ValueError, match="more than max_cube_nodes=30"):
+        run_build(D1, D1, st.url, kinds=("telemetry",))
