@@ -99,7 +99,7 @@ def run_build(
                 if todo:
                     with rec.step(f"build_{kind}"):
                         rows += _step(build_kind)(st, kind, todo, client, settings.step, settings.node_batch, epoch, rec.run_id,
-                                           getattr(settings, "max_cube_nodes", DEFAULT_MAX_NODES))
+                                           settings.max_cube_nodes)
                 rec.add_output(f"{kind}_cube", st.url_of("cubes", f"{kind}.zarr"))
     except BaseException as e:
         rec.error(f"{type(e).__name__}: {e}")
