@@ -21,7 +21,8 @@ from nodewatch.tasks.core.settings import load_settings
 from nodewatch.tasks.core.store import Store
 from nodewatch.tasks.ingest.discovery import discover_inputs, store_exclusions
 from nodewatch.tasks.ingest.ingestor import Ingestor
-from nodewatch.tasks.ingest.run import identity_columns, new_ingestor
+from nodewatch.tasks.ingest.landing import check_forced_format, check_format
+from nodewatch.tasks.ingest.run import get_source, identity_columns, new_ingestor
 
 FileStep = Callable[[Ingestor, Path, str], dict]
 StageStep = Callable[[Ingestor, bool], dict]
@@ -108,10 +109,13 @@ def run_source(
     ``publish(source, manifest)`` publishes the summary after the run finished.
     """
     overrides = {k: v for k, v in (("hash_users", hash_users), ("follow_symlinks", follow_symlinks)) if v is not None}
+    check_format(get_source(source), fmt)  # before anything lands (InputError)
     settings = load_settings(store=store, **overrides)
     st = Store(settings.store)
     found = discover_inputs(paths, follow_symlinks=settings.follow_symlinks, exclude=store_exclusions(st.url))
     files = found.files
+    for f in files:  # a forced --format no first line of a file matches: a usage error, nothing lands
+        check_forced_format(get_source(source), f, fmt)
     params = {"source": source, "paths": paths, "format": fmt, "start": start, "end": end, "tz": tz}
     hashing = bool(identity_columns(source)) and settings.hash_users
     if identity_columns(source):

@@ -90,12 +90,17 @@ def _make_command(source: str, help_text: str, formats: list[str]) -> Callable[.
                          "(default: refuse every link; setting follow_symlinks)."),
         ] = False,
         prefect: PrefectOpt = None,
+        reprocess: Annotated[
+            bool,
+            typer.Option("--reprocess", help="Read these files again even if the same bytes were ingested before (e.g. "
+                         "with a corrected --format after a misdetection); rows staged before count as duplicates."),
+        ] = False,
     ) -> None:
         from nodewatch.flows.cli import settings
 
         s = settings()
         follow = True if follow_symlinks else None
-        _preflight(paths, follow_symlinks or s.follow_symlinks)
+        _preflight(source, paths, follow_symlinks or s.follow_symlinks, fmt, reprocess)
         kw = dict(fmt=fmt, start=_utc(start), end=_utc(end), store=s.store, tz=tz, data_docs=data_docs,
                   follow_symlinks=follow)
         _run(source, list(paths), kw, "ingest", prefect)
@@ -129,11 +134,16 @@ def _make_jobs_command(help_text: str, formats: list[str]) -> Callable[..., None
                          "(default: refuse every link; setting follow_symlinks)."),
         ] = False,
         prefect: PrefectOpt = None,
+        reprocess: Annotated[
+            bool,
+            typer.Option("--reprocess", help="Read these files again even if the same bytes were ingested before (e.g. "
+                         "with a corrected --format after a misdetection); rows staged before count as duplicates."),
+        ] = False,
     ) -> None:
         from nodewatch.flows.cli import settings
 
         s = settings() if hash_users is None else _settings_with(hash_users=hash_users)
-        _preflight(paths, follow_symlinks or s.follow_symlinks)
+        _preflight("jobs", paths, follow_symlinks or s.follow_symlinks, fmt, reprocess)
         kw = dict(fmt=fmt, start=_utc(start), end=_utc(end), store=s.store, tz=tz, data_docs=data_docs,
                   hash_users=s.hash_users, follow_symlinks=True if follow_symlinks else None)
         _run("jobs", list(paths), kw, "ingest_jobs", prefect)
@@ -150,12 +160,48 @@ def _settings_with(**overrides: object) -> "Settings":
     return load_settings(_STATE.get("config"), store=_STATE.get("store"), **overrides)  # type: ignore[arg-type]
 
 
-def _preflight(paths: list[str], follow_symlinks: bool) -> None:
-    """Refuse a missing or unsafe input argument (or one inside the store) before any flow starts (one-line error, exit 2)."""
+def _preflight(source: str, paths: list[str], follow_symlinks: bool, fmt: str = "auto", reprocess: bool = False) -> None:
+    """Refuse, before any flow starts and before anything lands (one-line error, exit 2): an unknown
+    ``--format``, a missing or unsafe input argument (or one inside the store), a forced ``--format`` that
+    none of a file's first lines match. With ``reprocess``, the files' earlier ingestion markers are
+    flagged so the run reads them again (:func:`_flag_for_reprocessing`)."""
     from nodewatch.flows.cli import settings
     from nodewatch.tasks.ingest.discovery import discover_inputs, store_exclusions
+    from nodewatch.tasks.ingest.landing import check_forced_format, check_format
+    from nodewatch.tasks.ingest.registry import sources
 
-    discover_inputs(paths, follow_symlinks=follow_symlinks, exclude=store_exclusions(settings().store))
+    spec = sources()[source]
+    check_format(spec, fmt)
+    found = discover_inputs(paths, follow_symlinks=follow_symlinks, exclude=store_exclusions(settings().store))
+    for f in found.files:
+        check_forced_format(spec, f, fmt)
+    if reprocess:
+        _flag_for_reprocessing(source, found.files)
+
+
+def _flag_for_reprocessing(source: str, files: list[Path]) -> None:
+    """Mark the ingestion markers of ``files`` (same sha256) so the next run parses them again.
+
+    The marker keeps its run id and gains ``failed_with_format: "--reprocess"``, a choice no run makes,
+    so the pipeline's "same bytes = skip" rule does not apply; the run then writes a fresh marker.
+    """
+    import hashlib
+
+    from nodewatch.flows.cli import settings
+    from nodewatch.tasks.core.files import open_regular
+    from nodewatch.tasks.core.store import Store
+
+    st = Store(settings().store)
+    for path in files:
+        h = hashlib.sha256()
+        with open(open_regular(path), "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+        key = st.ingested_marker(source, h.hexdigest())
+        if st.exists(key):
+            marker = st.read_json(key)
+            marker["failed_with_format"] = "--reprocess"
+            st.write_json(marker, key)
 
 
 def _run(source: str, paths: list[str], kw: dict, flow_name: str, prefect: bool | None) -> None:

@@ -14,6 +14,43 @@ from nodewatch.tasks.ingest.base import Format, SourceSpec
 from nodewatch.tasks.ingest.inputs import InputError, read_head
 
 
+def check_format(spec: SourceSpec, fmt: str) -> None:
+    """Refuse a ``--format`` value that is not ``auto`` nor a format of ``spec`` (before anything lands)."""
+    names = [f.name for f in spec.formats]
+    if fmt != "auto" and fmt not in names:
+        raise InputError(f"unknown --format {fmt!r} for {spec.name}; choose auto or one of: {', '.join(names)}")
+
+
+def check_forced_format(spec: SourceSpec, path: Path, fmt: str) -> None:
+    """Refuse ``--format fmt`` for a file none of whose first lines is that format (a usage error, before
+    anything lands), naming the format the file looks like. ``auto`` and empty/unreadable heads pass
+    (the pipeline reports those)."""
+    check_format(spec, fmt)
+    if fmt == "auto":
+        return
+    head = read_head(path)
+    form = next(f for f in spec.formats if f.name == fmt)
+    if not head or form.sniff(head) > 0:
+        return
+    best, name = max((f.sniff(head), f.name) for f in spec.formats)
+    if best >= 0.5:
+        looks = f"it looks like {name}: pass --format {name} (or auto)"
+    else:
+        other = sources_formats(head)
+        looks = f"it looks like no {spec.name} format" + (
+            f" but like {other[0][0]} {other[0][1].name} (nodewatch ingest {other[0][0]})" if other else ""
+        )
+    raise InputError(f"{path}: --format {fmt} does not match this file (none of its first lines is {fmt}); {looks}")
+
+
+def sources_formats(head: bytes) -> list[tuple[str, Format]]:
+    """``(source, format)`` of every source whose format sniffs ``head`` at 0.5 or more, best first."""
+    from nodewatch.tasks.ingest.registry import sources
+
+    found = [(f.sniff(head), src, f) for src, spec in sources().items() for f in spec.formats]
+    return [(src, f) for score, src, f in sorted(found, key=lambda x: -x[0]) if score >= 0.5]
+
+
 def detect_format(spec: SourceSpec, path: Path, fmt: str = "auto") -> Format:
     """Pick the format of ``path``: the named one, or the best sniffer score (≥ 0.5, no tie)."""
     by_name = {f.name: f for f in spec.formats}
