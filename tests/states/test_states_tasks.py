@@ -200,3 +200,26 @@ def test_build_states_without_inputs_is_clear_error(store):
         build_states(store, date(2026, 1, 1), date(2026, 1, 2), run_id="r1")
     with pytest.raises(StatesError, match="after"):
         build_states(store, date(2026, 1, 2), date(2026, 1, 1), run_id="r1")
+
+
+def test_range_before_the_state_cube_publishes_nothing(store):
+    """Issue 23: a build over a range that starts before the state cube used to rewrite node_states and
+    failure_events of every day, then fail at the cube write; now it fails with one line and no staged
+    output of that run becomes visible."""
+    nodes = ["cn01", "cn02"]
+    topo = {"node": nodes, "rack": ["r1", "r1"], "row": ["1"] * 2, "chassis": ["c"] * 2, "position": [1, 2],
+            "architecture": ["x86_64"] * 2}
+    _stage(store, "topology", pa.table(topo))
+    _stage(store, "syslog", syslog_table([("2026-01-01T22:00Z", "ctl", "slurmctld",
+                                           "error: Nodes cn01 not responding, setting DOWN")]))
+    _stage(store, "syslog", syslog_table([("2026-01-02T02:01Z", "ctl", "slurmctld", "Node cn01 now responding")]),
+           day="2026-01-02")
+    build_states(store, date(2026, 1, 2), date(2026, 1, 3), run_id="r1")
+    before = {t: store.read_staged(t).to_pandas() for t in ("node_states", "failure_events") if store.staged_dates(t)}
+    files_before = {t: store.staged_files(t) for t in ("node_states", "failure_events", "state_carry")}
+    with pytest.raises(StatesError, match="earlier days need --rebuild"):
+        build_states(store, date(2026, 1, 1), date(2026, 1, 3), run_id="r2")
+    assert {t: store.staged_files(t) for t in files_before} == files_before
+    for t, df in before.items():
+        pd.testing.assert_frame_equal(store.read_staged(t).to_pandas(), df)
+    assert store.staged_dates("node_states") == ["2026-01-02"]
