@@ -32,10 +32,21 @@ MAD_TO_SIGMA = 1.4826
 """1 / Phi^-1(3/4): 1.4826 * MAD estimates sigma of normal data (Rousseeuw & Croux 1993)."""
 
 
-def log_transform(x: np.ndarray, offset: float = 1e-3) -> np.ndarray:
-    """``log(max(x, 0) + offset)``: rates, bytes and temperatures become relative changes; NaN stays NaN."""
+def log_transform(x: np.ndarray, offset: float | np.ndarray = 1e-3) -> np.ndarray:
+    """``log(max(x, 0) + offset)`` (``offset`` per metric, last axis): rates, bytes and temperatures
+    become relative changes; NaN stays NaN."""
     a = np.asarray(x, dtype=np.float32)
-    return np.log(np.maximum(a, 0) + np.float32(offset))
+    return np.log(np.maximum(a, 0) + np.asarray(offset, dtype=np.float32))
+
+
+def metric_offsets(hist: np.ndarray, share: float = 0.05, minimum: float = 1e-3) -> np.ndarray:
+    """Per-metric offset of :func:`log_transform`: ``share`` of the metric's median over all nodes and
+    windows of ``hist`` (node, time, metric), at least ``minimum``. A value near 0 of a metric that is
+    usually large (CPU idle % of a saturated node: 0.0 vs 0.6) is then no huge relative change, while a
+    metric that is usually 0 (error counters) keeps the small ``minimum``."""
+    h = np.asarray(hist, dtype=np.float32).reshape(-1, np.shape(hist)[-1])
+    med = _nanmedian(np.abs(h), 0)
+    return np.maximum(np.nan_to_num(med, nan=0.0) * share, minimum).astype(np.float32)
 
 
 def _nanmedian(a: np.ndarray, axis: int) -> np.ndarray:

@@ -31,7 +31,7 @@ from nodewatch.models.anomaly.verdicts import (
     evidence,
     verdicts,
 )
-from nodewatch.models.anomaly.vicinity import fit_reference, log_transform, own_history_baseline
+from nodewatch.models.anomaly.vicinity import fit_reference, log_transform, metric_offsets, own_history_baseline
 from nodewatch.tasks.core.store import Store
 
 AREA = "reports"
@@ -104,7 +104,8 @@ def judge_day(hist: np.ndarray, hist_times: np.ndarray, night: np.ndarray, night
     if len(days) < held_back_days + 3:
         raise ValueError(f"need at least {held_back_days + 3} history days, got {len(days)}")
     ref_idx = np.concatenate(days[:-held_back_days])
-    xh = log_transform(hist)
+    off = metric_offsets(hist[:, ref_idx])
+    xh = log_transform(hist, off)
     hb, ht, hj, _ = job_grid(jobs, nodes, hist_times, step, cfg.transition_windows)
     ref = fit_reference(xh[:, ref_idx], hb[:, ref_idx], floor=cfg.scale_floor)
     held: list[Evidence] = []
@@ -113,7 +114,7 @@ def judge_day(hist: np.ndarray, hist_times: np.ndarray, night: np.ndarray, night
         held.append(evidence(DayInputs(xh[:, sl], b, tr, jb, racks, archs), ref, cfg))
     cal = calibrate(held, cfg)
     b, tr, jb, names = job_grid(jobs, nodes, night_times, step, cfg.transition_windows)
-    day = DayInputs(log_transform(night), b, tr, jb, racks, archs)
+    day = DayInputs(log_transform(night, off), b, tr, jb, racks, archs)
     ev = evidence(day, ref, cfg)
     rows, wflags = verdicts(ev, cal, day, nodes, metrics, night_times, cfg, model_scores, names)
     base = own_history_baseline(hist, night)

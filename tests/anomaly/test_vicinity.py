@@ -142,3 +142,15 @@ def test_own_history_baseline_rule() -> None:
     assert own_history_baseline(hist, night, k=8, m=2)[0].tolist() == [False, False, False, True, False, False]
     assert own_history_baseline(hist, night, k=8, m=1)[0].tolist() == [False, False, True, True, False, True]
     assert not own_history_baseline(hist, night, k=13, m=1).any()
+
+
+def test_metric_offsets() -> None:
+    from nodewatch.models.anomaly.vicinity import log_transform, metric_offsets
+
+    h = np.zeros((2, 4, 2))
+    h[..., 0] = 90.0  # a percentage that is usually large (CPU idle): offset 5% of its median = 4.5
+    off = metric_offsets(h)  # the second metric is always 0: the minimum offset 1e-3
+    assert off.tolist() == pytest.approx([4.5, 1e-3])
+    # 0% vs 0.6% idle on a saturated node is a small change after the offset, not log(0.6 / 0.001)
+    x = log_transform(np.array([[0.0, 0.0], [0.6, 0.0]]), off)
+    assert x[1, 0] - x[0, 0] == pytest.approx(np.log(5.1 / 4.5), rel=1e-5)
