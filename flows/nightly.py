@@ -294,6 +294,36 @@ def _report(st: Store, day: date, score: dict[str, Any], steps: dict[str, Any], 
     return out
 
 
+def _verdicts(st: Store, day: date, truth: str | None, rec: RunRecorder) -> dict[str, Any]:
+    """Node verdicts of the day (docs/alerts.md); never stops the night: too little history is skipped,
+    an error is one line in the manifest and the step row."""
+    from nodewatch.tasks.anomaly.verdicts import run_verdicts
+
+    try:
+        v = run_verdicts(st, day)
+    except ValueError as e:  # too little history, day not in the cube
+        return {"status": "skipped", "details": str(e).splitlines()[0][:200]}
+    except Exception as e:  # noqa: BLE001 - the report must still be written
+        rec.error(f"verdicts: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        return {"status": "FAILED", "details": str(e).splitlines()[0][:200] if str(e) else type(e).__name__}
+    details = (f"{v['node_alerts']} node alert(s), {v['group_alerts']} group alert(s), {len(v['flagged_nodes'])} node(s) "
+               f"named; plain robust-z baseline flags {v['baseline_nodes']}; {v['markdown']}")
+    out = {k: v[k] for k in ("verdicts", "markdown", "node_alerts", "group_alerts", "baseline_nodes")}
+    if truth and Path(truth, "truth").is_dir():
+        from nodewatch.tasks.report.nightly import ground_truth
+
+        pos = set(ground_truth(truth, day)["node"])
+        flagged = set(v["flagged_nodes"])
+        tp = len(pos & flagged)
+        out["node_precision"] = tp / len(flagged) if flagged else None
+        out["node_recall"] = tp / len(pos) if pos else None
+        p, r = out["node_precision"], out["node_recall"]
+        details += (f"; against truth: node precision {'n/a' if p is None else f'{p:.2f}'}, "
+                    f"recall {'n/a' if r is None else f'{r:.2f}'}")
+    rec.add_output("verdicts", out)
+    return {"status": "done", "details": details}
+
+
 def _settings_store(store: str | None) -> Store:
     return Store(load_settings(store=store).store)
 
@@ -371,6 +401,8 @@ def nightly(day: date | None = None, demo: bool = False, inbox: str | None = Non
                         steps["states"] = {"status": "FAILED", "details": str(e)[:200]}
                 else:
                     steps["states"] = {"status": "skipped", "details": "no staged syslog"}
+        with rec.step("verdicts"):
+            steps["verdicts"] = _verdicts(st, day, truth, rec)
         ck = None
         if checkpoint_tables:
             with rec.step("checkpoint_tables"):
