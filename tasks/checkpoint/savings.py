@@ -18,10 +18,12 @@ from nodewatch.models.checkpoint.intervals import (
     expected_cost,
     young_interval,
 )
+from nodewatch.schemas.jobs import never_started
 from nodewatch.tasks.checkpoint.compute import METHODS
 
 SKIP_REASONS: dict[str, str] = {
-    "no_runtime": "no usable runtime (never started, or neither requested nor elapsed time > 0)",
+    "never_started": "never started (cancelled or failed in the queue: no start and no run time)",
+    "no_runtime": "no usable runtime (neither requested nor elapsed time > 0)",
     "bad_nodes": "node count missing or < 1",
     "runtime_over_one_year": "runtime over one year (e.g. a sentinel requested time such as 738,738,720 s)",
 }
@@ -36,7 +38,9 @@ def trace_jobs(jobs: pd.DataFrame, runtime: str = "requested") -> tuple[pd.DataF
     elapsed time. Step rows (``step`` not null) are not jobs and are neither used nor counted. A job whose
     runtime exceeds one year (:data:`~nodewatch.models.checkpoint.intervals.MAX_RUNTIME_H`; the archive's
     traces hold sentinels such as 738,738,720 s in the requested-time field) is skipped and counted, so
-    one bad job never stops a table.
+    one bad job never stops a table. A job that never started (:func:`nodewatch.schemas.jobs.never_started`:
+    no start and no run time, e.g. cancelled in the queue) is skipped and counted as ``never_started``
+    even when it requested a time: it cost no node-hours and had nothing to checkpoint.
     """
     if runtime not in ("requested", "elapsed"):
         raise ValueError(f"runtime must be 'requested' or 'elapsed', got {runtime!r}")
@@ -52,11 +56,13 @@ def trace_jobs(jobs: pd.DataFrame, runtime: str = "requested") -> tuple[pd.DataF
     nodes = pd.to_numeric(j["nodes"], errors="coerce")
     hours = (rt / 3600.0).to_numpy(float)
     n = nodes.to_numpy(float)
-    bad_nodes = ~(n >= 1)
-    no_rt = ~bad_nodes & ~(hours > 0)
-    too_long = ~bad_nodes & ~no_rt & (hours > MAX_RUNTIME_H)
-    keep = ~(bad_nodes | no_rt | too_long)
-    skipped = {k: int(v.sum()) for k, v in (("no_runtime", no_rt), ("bad_nodes", bad_nodes), ("runtime_over_one_year", too_long))}
+    never = never_started(j)
+    bad_nodes = ~never & ~(n >= 1)
+    no_rt = ~never & ~bad_nodes & ~(hours > 0)
+    too_long = ~never & ~bad_nodes & ~no_rt & (hours > MAX_RUNTIME_H)
+    keep = ~(never | bad_nodes | no_rt | too_long)
+    masks = {"never_started": never, "no_runtime": no_rt, "bad_nodes": bad_nodes, "runtime_over_one_year": too_long}
+    skipped = {k: int(v.sum()) for k, v in masks.items()}
     out = pd.DataFrame({"nodes": n[keep].astype("int64"), "runtime_h": hours[keep]})
     return out, {k: v for k, v in skipped.items() if v}
 

@@ -15,6 +15,10 @@ is summarised into buckets:
 
 Only allocation rows (``step`` null) of jobs that ran are counted: a known runtime and either a start
 time or a positive runtime (SWF traces with an unknown wait time have no start time but did run).
+Jobs that never started (:func:`nodewatch.schemas.jobs.never_started`: cancelled or failed in the queue,
+staged with no start and no run time) are skipped by rule and counted: the frame's
+``attrs["skipped"]`` holds the counts per reason of :data:`SHAPE_SKIP_REASONS`, and
+:func:`format_shapes_table` prints them in the caption.
 Representative values per bucket: ``nodes_rep`` = the bucket's upper node bound (a power of two for
 the default edges); ``runtime_rep_h`` = geometric mean of the bucket edges √(lo·hi), or, where that
 is undefined (the first bucket with lo = 0 and the open last bucket with hi = ∞), the median runtime
@@ -31,6 +35,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+
+from nodewatch.schemas.jobs import never_started
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -50,6 +56,12 @@ SHAPE_COLUMNS: tuple[str, ...] = (
     "share_node_hours",
 )
 """Columns of the frame returned by :func:`job_shapes`."""
+
+SHAPE_SKIP_REASONS: dict[str, str] = {
+    "never_started": "never started (cancelled or failed in the queue)",
+    "no_runtime_or_nodes": "no usable runtime or node count",
+}
+"""Why :func:`job_shapes` leaves a job (allocation row) out (keys of ``attrs["skipped"]``)."""
 
 
 def _frame(jobs: pa.Table | pd.DataFrame) -> pd.DataFrame:
@@ -96,6 +108,10 @@ def job_shapes(
     nodes = pd.to_numeric(df["nodes"], errors="coerce")
     ran = df["step"].isna() & elapsed.notna() & nodes.notna() & (nodes >= 1) & (elapsed >= 0)
     ran &= df["start_time"].notna() | (elapsed > 0)
+    alloc = df["step"].isna().to_numpy(dtype=bool)
+    never = never_started(df) & alloc
+    other = alloc & ~never & ~ran.to_numpy(dtype=bool)
+    skipped = {k: int(m.sum()) for k, m in (("never_started", never), ("no_runtime_or_nodes", other)) if m.any()}
     nodes_v = nodes[ran].to_numpy(dtype=np.int64)
     hours = elapsed[ran].to_numpy(dtype=np.float64) / 3600.0
 
@@ -138,7 +154,7 @@ def job_shapes(
             }
         )
     out = pd.DataFrame(rows, columns=list(SHAPE_COLUMNS))
-    return out.astype(
+    out = out.astype(
         {
             "nodes_lo": "int64",
             "nodes_hi": "int64",
@@ -151,6 +167,8 @@ def job_shapes(
             "share_node_hours": "float64",
         }
     )
+    out.attrs["skipped"] = skipped
+    return out
 
 
 def _node_label(lo: int, hi: int) -> str:
@@ -245,5 +263,8 @@ def format_shapes_table(df: pd.DataFrame, title: str = "Job shapes") -> Table:
         )
     n_jobs = int(df["jobs"].sum()) if len(df) else 0
     n_hours = float(df["node_hours"].sum()) if len(df) else 0.0
-    table.caption = f"{n_jobs:,} jobs, {n_hours:,.1f} node-hours"
+    caption = f"{n_jobs:,} jobs, {n_hours:,.1f} node-hours"
+    for key, count in (df.attrs.get("skipped") or {}).items():
+        caption += f"; skipped {count:,} job(s): {SHAPE_SKIP_REASONS.get(key, key)}"
+    table.caption = caption
     return table

@@ -263,17 +263,19 @@ def usable_jobs(jobs: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
 
     A job (``step`` null) that ran longer than one year (:data:`~nodewatch.models.checkpoint.intervals.MAX_RUNTIME_H`,
     e.g. a sentinel in the trace) would stop the whole table; it is skipped and counted as
-    ``runtime_over_one_year`` instead. Other rows go to :func:`nodewatch.tasks.checkpoint.shapes.job_shapes` unchanged
-    (it ignores steps and jobs that never ran).
+    ``runtime_over_one_year`` instead. A job that never started (:func:`nodewatch.schemas.jobs.never_started`,
+    e.g. cancelled in the queue) has no runtime to model: skipped and counted as ``never_started``. Other
+    rows go to :func:`nodewatch.tasks.checkpoint.shapes.job_shapes` unchanged (it ignores steps).
     """
     from nodewatch.models.checkpoint.intervals import MAX_RUNTIME_H
+    from nodewatch.schemas.jobs import never_started
 
-    ela = pd.to_numeric(jobs["elapsed_s"], errors="coerce") / 3600.0
-    too_long = (ela > MAX_RUNTIME_H).to_numpy(copy=True)
-    if "step" in jobs.columns:
-        too_long &= jobs["step"].isna().to_numpy()
-    skipped = {"runtime_over_one_year": int(too_long.sum())} if too_long.any() else {}
-    return jobs[~too_long], skipped
+    ela = pd.to_numeric(jobs["elapsed_s"], errors="coerce").astype("float64") / 3600.0  # nullable ints: NA -> NaN
+    alloc = jobs["step"].isna().to_numpy() if "step" in jobs.columns else np.ones(len(jobs), bool)
+    too_long = (ela > MAX_RUNTIME_H).to_numpy(copy=True) & alloc
+    never = never_started(jobs) & alloc
+    skipped = {k: int(m.sum()) for k, m in (("never_started", never), ("runtime_over_one_year", too_long)) if m.any()}
+    return jobs[~(too_long | never)], skipped
 
 
 def build_shapes(jobs: pd.DataFrame | None, grid: bool) -> tuple[pd.DataFrame, list[str]]:

@@ -64,6 +64,8 @@ def scan_swf_block(buf, pos, base_s, max_nodes, max_procs, limit_s,  # pragma: n
     FUTURE / OUT_OF_RANGE), byte range ``l_start``/``l_end`` (end excludes ``\\n``), token count and
     index of the first bad token. Per OK line, one row in the ``r_*`` arrays (``r_line`` = index of
     the line in this call). Numbers are ``[+-]digits[.digits]`` (at most 18 digits); -1 = missing.
+    A job that never started (run time -1, or run time 0 with allocated processors -1) gets no start,
+    end or elapsed time (``V_START``/``V_END``/``V_ELAPSED`` unset) whatever its wait time.
 
     Returns ``(n_lines, n_rows, next_pos)``.
     """
@@ -141,7 +143,9 @@ def scan_swf_block(buf, pos, base_s, max_nodes, max_procs, limit_s,  # pragma: n
         if st == OK:
             valid = 0
             sub_ok = v[1] != -1
-            start_ok = sub_ok and v[2] != -1
+            # never started (cancelled/failed in the queue): no run time, or a zero one with no allocation
+            never = v[3] == -1 or (v[3] == 0 and v[4] == -1)
+            start_ok = sub_ok and v[2] != -1 and not never
             end_ok = start_ok and v[3] != -1
             sub_s = base_s + v[1]
             start_s = sub_s + (v[2] if start_ok else 0.0)
@@ -188,7 +192,7 @@ def scan_swf_block(buf, pos, base_s, max_nodes, max_procs, limit_s,  # pragma: n
                     valid |= V_END
                 if procs != -1:
                     valid |= V_PROCS
-                if v[3] != -1:
+                if not never:
                     valid |= V_ELAPSED
                 if v[8] != -1:
                     valid |= V_LIMIT

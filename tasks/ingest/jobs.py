@@ -24,7 +24,7 @@ import hmac
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nodewatch.schemas.jobs import JOBS
+from nodewatch.schemas.jobs import JOBS, ROW_CHECKS
 from nodewatch.tasks.ingest.base import Format, SourceSpec
 from nodewatch.tasks.ingest.jobs_sacct import parse_sacct, sniff_sacct
 from nodewatch.tasks.ingest.jobs_swf import parse_swf, sniff_swf
@@ -84,6 +84,7 @@ SOURCES = [
             ),
         ),
         node_column=None,
+        row_checks=ROW_CHECKS,
         help=(
             "Job records: Slurm `sacct -P --format=...` dumps (allocations and steps; times read in --tz) and "
             "SWF traces (.swf, optionally compressed). One row per job or step in the staged `jobs` table."

@@ -19,8 +19,11 @@ ambiguous/nonexistent local times around DST changes the earlier offset is used)
 exit_code 2, signal 15; ``UNLIMITED``/``Partition_Limit`` time limits are null; node lists are
 expanded with :func:`nodewatch.tasks.ingest.hostlist.expand_hostlist` and every name is checked with
 :func:`nodewatch.schemas.names.is_valid_node_name` (a bad list or name rejects the row); NCPUS 0 (nothing
-allocated yet) gives a null ``cores``. Everything else is passed through for validation to judge
-(e.g. NNodes 0, End before Start).
+allocated yet) gives a null ``cores``. A job that never started (``Start`` ``Unknown``/``None`` and
+``Elapsed`` 0 or absent: pending, or cancelled/failed in the queue) is a valid record: its
+``elapsed_s`` is null (:func:`nodewatch.schemas.jobs.never_started`) and an NNodes of 0 gives a null
+``nodes``; ``End`` (when it left the queue) is kept. Everything else is passed through for
+validation to judge (e.g. NNodes 0 of a job that ran, End before Start).
 """
 
 from __future__ import annotations
@@ -298,6 +301,12 @@ class _Converter:
             elapsed = int((end - start).total_seconds())
         else:
             elapsed = None
+        if start is None and not elapsed:
+            # never started (pending, or cancelled/failed in the queue): no run time, and an NNodes of 0
+            # is "nothing allocated, request not recorded" (like NCPUS 0), not a node count
+            elapsed = None
+            if nodes == 0:
+                nodes = None
         limit_text = self.get(rec, "Timelimit")
         timelimit = parse_duration(limit_text) if limit_text is not None else None
         exit_code = signal = None

@@ -13,6 +13,11 @@ Mapping to the ``jobs`` table (:mod:`nodewatch.schemas.jobs`):
   submit = UnixStartTime + f2, start = submit + f3 (null if f3 is -1), end = start + f4 (null if f3
   or f4 is -1), elapsed_s = f4 (null if -1); fractional seconds are rounded to the nanosecond,
   elapsed/timelimit to the second;
+* a job that **never started** (cancelled or failed in the queue) is a valid record, staged with its
+  state and no start, end or elapsed time (:func:`nodewatch.schemas.jobs.never_started`): run time f4
+  = -1, or f4 = 0 with no allocated processors (f5 = -1; LLNL-Thunder's cancelled/failed queue jobs).
+  Its wait time (time until cancelled) is not a start. A wait time of -1 alone does not mean never
+  started: LLNL-Thunder has no wait times at all, and its jobs have run times (start null, ran);
 * processors = f5, or f8 (requested) when f5 is -1; cores = processors;
   nodes = ceil(processors * MaxNodes / MaxProcs) when the header has both, else processors;
 * status f11: 1 → COMPLETED, 0 → FAILED, 5 → CANCELLED, anything else (2/3/4 = partial executions

@@ -15,6 +15,7 @@ import gzip
 import random
 import sys
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 OUT_DIR = Path(__file__).resolve().parent / "jobs"
@@ -33,6 +34,22 @@ SWF_JOBS = [
     "    2     60     -1    200    8    -1   -1    8   1200   -1  0  7  3  -1  1  1 -1 -1",
     "    3    120      5     50   16    -1   -1   16    300   -1  5  8  3  -1  1  1 -1 -1",
 ]
+
+SWF_NEVER_STARTED = [
+    # cancelled in the queue after 74 s (run time -1): staged, no start/elapsed, nodes from the 8 requested procs
+    "    4    180     74     -1   -1    -1   -1    8    300   -1  5  7  3  -1  1  1 -1 -1",
+    # failed in the queue (run time 0, no processors at all; LLNL-Thunder has 1,058 such): staged, nodes null
+    "    5    240     -1      0   -1    -1   -1   -1    600   -1  0  7  3  -1  1  1 -1 -1",
+    # status -1 (UNKNOWN) and no run time: staged as never started
+    "    6    300     10     -1   -1    -1   -1    4    600   -1 -1  7  3  -1  1  1 -1 -1",
+    # wait time unknown but a run time: it ran (start null, elapsed 100): staged
+    "    7    360     -1    100    4    -1   -1    4    600   -1  1  7  3  -1  1  1 -1 -1",
+    # COMPLETED without a run time: bad data, quarantined
+    "    8    420      5     -1    4    -1   -1    4    600   -1  1  7  3  -1  1  1 -1 -1",
+    # ran 50 s on an unknown number of processors: bad data, quarantined
+    "    9    480      5     50   -1    -1   -1   -1    600   -1  1  7  3  -1  1  1 -1 -1",
+]
+"""SWF lines of jobs that never started (valid records) and of near misses that stay quarantined."""
 
 SACCT_HEADER = (
     "JobID|JobIDRaw|Cluster|Partition|User|Group|JobName|Submit|Start|End|Elapsed|Timelimit|State|ExitCode|NNodes|NCPUS|NodeList"
@@ -79,6 +96,11 @@ def sacct_row(
             nodelist,
         ]
     )
+
+
+def _t(seconds: int) -> datetime:
+    """The UTC time ``seconds`` after the corpus SWF header's UnixStartTime."""
+    return datetime.fromtimestamp(1_700_000_000 + seconds, UTC)
 
 
 @dataclass(frozen=True)
@@ -149,9 +171,20 @@ def build() -> dict[str, bytes]:
         "sacct_end_before_start.log": _sacct(
             [sacct_row(start="2024-03-01T12:00:00", end="2024-03-01T11:00:00", elapsed="00:00:00")]
         ),
-        "sacct_nodes_zero.log": _sacct(
-            [sacct_row(nnodes="0", nodelist="None assigned", state="PENDING", start="Unknown", end="Unknown", elapsed="00:00:00")]
+        # a job that ran on 0 nodes: bad data (a never-started job's NNodes 0 is "none allocated": see below)
+        "sacct_nodes_zero.log": _sacct([sacct_row(nnodes="0", nodelist="None assigned")]),
+        "sacct_never_started.log": _sacct(
+            [
+                sacct_row(nnodes="0", nodelist="None assigned", state="PENDING", start="Unknown", end="Unknown",
+                          elapsed="00:00:00"),
+                sacct_row(job="101", nnodes="2", nodelist="None assigned", state="CANCELLED by 4242", start="Unknown",
+                          end="2024-03-01T10:30:00", elapsed="00:00:00"),
+                sacct_row(job="102", nnodes="1", nodelist="None assigned", start="Unknown", end="Unknown",
+                          elapsed="00:00:00"),  # COMPLETED without ever starting: bad data
+                sacct_row(job="103", state="RUNNING", end="Unknown", elapsed="00:10:00"),
+            ]
         ),
+        "swf_never_started.swf": _swf([*SWF_JOBS, *SWF_NEVER_STARTED]),
         "sacct_bad_hostlist.log": _sacct(
             [sacct_row(), sacct_row(job="101", nodelist="n[1-"), sacct_row(job="102", nodelist="n[5-3]")]
         ),
@@ -222,8 +255,34 @@ EXPECTED: dict[str, Expect] = {
     ),
     "sacct_nodes_zero.log": Expect(
         rows=1,
-        values={"nodes": [0], "node_list": [None], "start_time": [None]},
+        values={"nodes": [0], "node_list": [None], "elapsed_s": [3600]},
         quarantined={2: "expect_column_values_to_be_between(nodes>=1)"},
+    ),
+    # jobs that never started are valid records (issue 24): staged with their state, no start/elapsed
+    "sacct_never_started.log": Expect(
+        rows=4,
+        values={
+            "state": ["PENDING", "CANCELLED", "COMPLETED", "RUNNING"],
+            "start_time": [None, None, None, datetime(2024, 3, 1, 10, tzinfo=UTC)],
+            "elapsed_s": [None, None, None, 600],
+            "nodes": [None, 2, 1, 2],
+            "end_time": [None, datetime(2024, 3, 1, 10, 30, tzinfo=UTC), None, None],
+        },
+        quarantined={4: "expect_column_values_to_be_in_set(state, job never started)"},
+    ),
+    "swf_never_started.swf": Expect(
+        rows=9,
+        values={
+            "state": ["COMPLETED", "FAILED", "CANCELLED", "CANCELLED", "FAILED", "UNKNOWN", "COMPLETED", "COMPLETED",
+                      "COMPLETED"],
+            "start_time": [_t(10), None, _t(125), None, None, None, None, None, _t(485)],
+            "elapsed_s": [100, 200, 50, None, None, None, 100, None, 50],
+            "nodes": [1, 2, 4, 2, None, 1, 1, 1, None],
+        },
+        quarantined={
+            16: "expect_column_values_to_be_in_set(state, job never started)",
+            17: "expect_column_values_to_not_be_null(nodes, job started)",
+        },
     ),
     "sacct_bad_hostlist.log": Expect(
         rows=1,
