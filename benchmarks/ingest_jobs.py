@@ -92,7 +92,8 @@ def parse_line_by_line(path: Path, name: str) -> pa.Table:
             base = header.unix_start
             procs = p[7] if p[4] == -1 else p[4]
             submit = None if p[1] == -1 else round((base + p[1]) * 1e9)
-            start = None if submit is None or p[2] == -1 else submit + round(p[2] * 1e9)
+            never = p[3] == -1 or (p[3] == 0 and p[4] == -1)  # never started: staged with no start/end/elapsed
+            start = None if never or submit is None or p[2] == -1 else submit + round(p[2] * 1e9)
             end = None if start is None or p[3] == -1 else start + round(p[3] * 1e9)
             if procs == -1:
                 nodes = None
@@ -111,7 +112,7 @@ def parse_line_by_line(path: Path, name: str) -> pa.Table:
                 "end_time": end,
                 "nodes": nodes,
                 "cores": None if procs == -1 else int(procs),
-                "elapsed_s": None if p[3] == -1 else round(p[3]),
+                "elapsed_s": None if never else round(p[3]),
                 "timelimit_s": None if p[8] == -1 else round(p[8]),
                 "state": SWF_STATUS.get(int(p[10]), "UNKNOWN"),
                 "cancelled_by": None,
