@@ -45,3 +45,44 @@ def store(tmp_path):
     from nodewatch.tasks.core.store import Store
 
     return Store(str(tmp_path / "store"))
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """``tmpfs("4m")`` mounts a small tmpfs and returns its path (unmounted after the test).
+
+    Used for full-disk tests; the test is skipped with the reason when mounting is not permitted here.
+    """
+    import subprocess
+
+    mounted: list[Path] = []
+
+    def mount(size: str) -> Path:
+        mnt = tmp_path / f"tmpfs-{len(mounted)}"
+        mnt.mkdir()
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)], capture_output=True, text=True)
+        if r.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip() or r.returncode}")
+        mounted.append(mnt)
+        return mnt
+
+    yield mount
+    for mnt in mounted:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+@pytest.fixture
+def fill_disk():
+    """``fill_disk(dir)`` writes ``dir/filler`` until the file system is full and returns its path."""
+
+    def fill(directory: Path) -> Path:
+        filler = directory / "filler"
+        with open(filler, "wb", buffering=0) as f:
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+            except OSError:
+                pass
+        return filler
+
+    return fill

@@ -4,7 +4,6 @@ part found by ``nodewatch store verify`` and re-staged by ``nodewatch store repa
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pyarrow as pa
@@ -53,33 +52,18 @@ def test_re_ingest_next_to_a_truncated_tmp_file_works(tmp_path):
 
 
 @pytest.fixture
-def tiny_fs(tmp_path):
-    """A 4 MiB tmpfs (skipped with the reason when mounting is not permitted)."""
-    mnt = tmp_path / "tiny"
-    mnt.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)], capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip() or r.returncode}")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
+def tiny_fs(tmpfs):
+    """A 4 MiB tmpfs (conftest ``tmpfs``)."""
+    return tmpfs("4m")
 
 
-def test_full_disk_mid_staging_shows_nothing_and_the_rerun_is_complete(tmp_path, tiny_fs):
+def test_full_disk_mid_staging_shows_nothing_and_the_rerun_is_complete(tmp_path, tiny_fs, fill_disk):
     src = syslog_file(tmp_path / "in.log", days=3, per_day=4000)
     ref = Store(str(tmp_path / "ref"))
     _ingest(ref, src)
     st = Store(str(tiny_fs / "store"))
     st.land_raw("syslog", src)  # the input fits; then fill the disk so that the staged parts do not
-    filler = tiny_fs / "filler"
-    with open(filler, "wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        except OSError:
-            pass
+    filler = fill_disk(tiny_fs)
     free = shutil.disk_usage(tiny_fs).free
     assert free < 65536
     # free a little room: the manifest, the protocol marker and the first part fit, the second part does not

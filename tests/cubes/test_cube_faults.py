@@ -205,32 +205,17 @@ def test_state_cube_rebuild_killed_leaves_the_previous_cube(tmp_path):
 
 
 @pytest.fixture
-def tiny_fs(tmp_path):
-    """A small tmpfs (skipped with the reason when mounting is not permitted)."""
-    mnt = tmp_path / "tiny"
-    mnt.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)], capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip() or r.returncode}")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
+def tiny_fs(tmpfs):
+    """A 16 MiB tmpfs (conftest ``tmpfs``)."""
+    return tmpfs("16m")
 
 
 @pytest.mark.slow
-def test_full_disk_during_a_day_rebuild_publishes_nothing(stores, tiny_fs):
+def test_full_disk_during_a_day_rebuild_publishes_nothing(stores, tiny_fs, fill_disk):
     root, base, old, new, d2 = stores
     shutil.copytree(base.root, tiny_fs / "store")
     st = Store(str(tiny_fs / "store"))
-    filler = tiny_fs / "filler"
-    with open(filler, "wb", buffering=0) as f:  # fill the disk, then give back a few KiB: less than a day's chunks
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        except OSError:
-            pass
+    filler = fill_disk(tiny_fs)  # fill the disk, then give back a few KiB: less than a day's chunks
     with open(filler, "r+b") as f:
         f.truncate(filler.stat().st_size - 6 * 1024)
     with dask_client(n_workers=1, processes=False) as c, pytest.raises(Exception) as err:  # noqa: PT011
