@@ -76,25 +76,35 @@ def print_summary(manifest: dict) -> None:
     console.print(f"details: nodewatch runs show {safe(manifest['run_id'])}")
 
 
+# Options shared by every ``ingest <source>`` command (the --format choices differ per source).
+PathsArg = Annotated[list[str], typer.Argument(help="Files, directories or globs.")]
+StartOpt = Annotated[datetime | None, typer.Option(help="Ingest window start (UTC); rows before are quarantined.")]
+EndOpt = Annotated[datetime | None, typer.Option(help="Ingest window end (UTC, exclusive).")]
+TzOpt = Annotated[str, typer.Option(help="Time zone of inputs whose timestamps carry none.")]
+DataDocsOpt = Annotated[bool, typer.Option("--data-docs/--no-data-docs", help="Write GX Data Docs.")]
+FollowOpt = Annotated[
+    bool,
+    typer.Option("--follow-symlinks", help="Take symlinks that resolve to regular files under the given paths "
+                 "(default: refuse every link; setting follow_symlinks)."),
+]
+ReprocessOpt = Annotated[
+    bool,
+    typer.Option("--reprocess", help="Read these files again even if the same bytes were ingested before (e.g. "
+                 "with a corrected --format after a misdetection); rows staged before count as duplicates."),
+]
+
+
 def _make_command(source: str, help_text: str, formats: list[str]) -> Callable[..., None]:
     def command(
-        paths: Annotated[list[str], typer.Argument(help="Files, directories or globs.")],
+        paths: PathsArg,
         fmt: Annotated[str, typer.Option("--format", help=f"auto or one of: {', '.join(formats)}.")] = "auto",
-        start: Annotated[datetime | None, typer.Option(help="Ingest window start (UTC); rows before are quarantined.")] = None,
-        end: Annotated[datetime | None, typer.Option(help="Ingest window end (UTC, exclusive).")] = None,
-        tz: Annotated[str, typer.Option(help="Time zone of inputs whose timestamps carry none.")] = "UTC",
-        data_docs: Annotated[bool, typer.Option("--data-docs/--no-data-docs", help="Write GX Data Docs.")] = True,
-        follow_symlinks: Annotated[
-            bool,
-            typer.Option("--follow-symlinks", help="Take symlinks that resolve to regular files under the given paths "
-                         "(default: refuse every link; setting follow_symlinks)."),
-        ] = False,
+        start: StartOpt = None,
+        end: EndOpt = None,
+        tz: TzOpt = "UTC",
+        data_docs: DataDocsOpt = True,
+        follow_symlinks: FollowOpt = False,
         prefect: PrefectOpt = None,
-        reprocess: Annotated[
-            bool,
-            typer.Option("--reprocess", help="Read these files again even if the same bytes were ingested before (e.g. "
-                         "with a corrected --format after a misdetection); rows staged before count as duplicates."),
-        ] = False,
+        reprocess: ReprocessOpt = False,
     ) -> None:
         from nodewatch.flows.cli import settings
 
@@ -113,32 +123,24 @@ def _make_jobs_command(help_text: str, formats: list[str]) -> Callable[..., None
     """``ingest jobs``: the ``ingest_jobs`` flow, with ``--hash-users``."""
 
     def command(
-        paths: Annotated[list[str], typer.Argument(help="Files, directories or globs.")],
+        paths: PathsArg,
         fmt: Annotated[str, typer.Option("--format", help=f"auto or one of: {', '.join(formats)}.")] = "auto",
-        start: Annotated[datetime | None, typer.Option(help="Ingest window start (UTC); rows before are quarantined.")] = None,
-        end: Annotated[datetime | None, typer.Option(help="Ingest window end (UTC, exclusive).")] = None,
-        tz: Annotated[str, typer.Option(help="Time zone of inputs whose timestamps carry none.")] = "UTC",
-        data_docs: Annotated[bool, typer.Option("--data-docs/--no-data-docs", help="Write GX Data Docs.")] = True,
+        start: StartOpt = None,
+        end: EndOpt = None,
+        tz: TzOpt = "UTC",
+        data_docs: DataDocsOpt = True,
         hash_users: Annotated[
             bool | None,
             typer.Option(
                 "--hash-users/--no-hash-users",
-                help="Replace user, group and cancelled_by by keyed hashes (default: setting hash_users, env "
-                "NODEWATCH_HASH_USERS). The key is the setting hash_salt (env NODEWATCH_HASH_SALT or the TOML file).",
+                help="Replace user, group and cancelled_by by keyed hashes (default: on; setting hash_users, env "
+                "NODEWATCH_HASH_USERS). The key is the store's own keys/user-hash.key, or the setting hash_salt when set.",
                 show_default=False,
             ),
         ] = None,
-        follow_symlinks: Annotated[
-            bool,
-            typer.Option("--follow-symlinks", help="Take symlinks that resolve to regular files under the given paths "
-                         "(default: refuse every link; setting follow_symlinks)."),
-        ] = False,
+        follow_symlinks: FollowOpt = False,
         prefect: PrefectOpt = None,
-        reprocess: Annotated[
-            bool,
-            typer.Option("--reprocess", help="Read these files again even if the same bytes were ingested before (e.g. "
-                         "with a corrected --format after a misdetection); rows staged before count as duplicates."),
-        ] = False,
+        reprocess: ReprocessOpt = False,
     ) -> None:
         from nodewatch.flows.cli import settings
 
