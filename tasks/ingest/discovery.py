@@ -156,13 +156,18 @@ def _walk(base: str, refused: list[Refused], max_depth: int | None = None, exclu
             yield os.path.join(dirpath, f)
 
 
-def _glob(pattern: str, refused: list[Refused], exclude: tuple[str, ...] = ()) -> tuple[str, list[str]]:
-    """``(base directory, matching entries)`` of a glob pattern, found by a walk that follows no link."""
+def _glob_base(pattern: str) -> tuple[list[str], int, str]:
+    """``(components, index of the first wildcard component, directory the walk starts from)``."""
     parts = pattern.split("/")
     k = next(i for i, c in enumerate(parts) if _MAGIC.search(c))
-    base = "/".join(parts[:k]) or ("/" if pattern.startswith("/") else ".")
+    return parts, k, "/".join(parts[:k]) or ("/" if pattern.startswith("/") else ".")
+
+
+def _glob(pattern: str, refused: list[Refused], exclude: tuple[str, ...] = ()) -> list[str]:
+    """The entries matching a glob pattern, found by a walk that follows no link."""
+    parts, k, base = _glob_base(pattern)
     if not os.path.isdir(base):  # the argument's own prefix may be a link: the user named it
-        return base, []
+        return []
     rx = glob_regex(pattern)
     rest = parts[k:]
     depth = None if "**" in rest else len(rest)
@@ -172,7 +177,7 @@ def _glob(pattern: str, refused: list[Refused], exclude: tuple[str, ...] = ()) -
         name = entry[len(strip):] if strip and entry.startswith(strip) else entry
         if rx.match(name):
             matches.append(entry)
-    return os.path.realpath(base), matches
+    return matches
 
 
 def discover_inputs(
@@ -190,9 +195,7 @@ def discover_inputs(
     roots = []
     for a in args:
         if _MAGIC.search(a):
-            parts = a.split("/")
-            k = next(i for i, c in enumerate(parts) if _MAGIC.search(c))
-            roots.append(os.path.realpath("/".join(parts[:k]) or "."))
+            roots.append(os.path.realpath(_glob_base(a)[2]))
         elif os.path.isdir(a):
             roots.append(os.path.realpath(a))
         else:
@@ -203,7 +206,7 @@ def discover_inputs(
         if _MAGIC.search(a) or os.path.isdir(a):
             found: list[Refused] = []
             if _MAGIC.search(a):
-                _, entries = _glob(a, found, skip)
+                entries = _glob(a, found, skip)
                 what = "glob matches no file"
             else:
                 if skip and any(under(os.path.realpath(a), x) for x in skip):
