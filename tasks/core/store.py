@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import fsspec
 import pyarrow as pa
@@ -39,15 +39,13 @@ PRIVATE_AREAS = ("raw", "quarantine")
 """Areas holding input bytes and rejected rows as received: owner-only (0700 dirs, 0600 files) on local disk."""
 
 
-def sha256_file(path: str | os.PathLike[str], fs: fsspec.AbstractFileSystem | None = None) -> tuple[str, int]:
-    """Return (hex sha256, size in bytes) of a file, streaming in 1 MiB chunks."""
+def sha256_stream(f: BinaryIO) -> tuple[str, int]:
+    """Return (hex sha256, size in bytes) of what ``f`` yields from its current position, in 1 MiB chunks."""
     h = hashlib.sha256()
     size = 0
-    opener = fs.open if fs is not None else open
-    with opener(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            h.update(chunk)
-            size += len(chunk)
+    while chunk := f.read(_CHUNK):
+        h.update(chunk)
+        size += len(chunk)
     return h.hexdigest(), size
 
 
@@ -179,12 +177,7 @@ class Store:
         check_path_token(source, "source")
         fd = open_regular(local_path)
         with os.fdopen(fd, "rb") as src:
-            h = hashlib.sha256()
-            size = 0
-            while chunk := src.read(_CHUNK):
-                h.update(chunk)
-                size += len(chunk)
-            sha = h.hexdigest()
+            sha, size = sha256_stream(src)
             ext = "".join(Path(local_path).suffixes[-2:])[:16]
             ext = "".join(ch for ch in ext if ch.isalnum() or ch == ".")
             key = f"raw/{source}/{sha}{ext}"
