@@ -57,9 +57,3 @@ def open_regular(path: str | os.PathLike[str]) -> int:
         raise UnsafeInputError(f"{p}: {kind_of(st.st_mode)}, not an input file")
     os.set_blocking(fd, True)
     return fd
-
-
-def fd_path(fd: int, fallback: str | os.PathLike[str]) -> str:
-    """A path that reopens exactly the file behind ``fd`` (``/proc/self/fd/N`` on Linux), else ``fallback``."""
-    p = f"/proc/self/fd/{fd}"
-    return p if os.path.exists(p) else os.fspath(fallback)

@@ -33,7 +33,7 @@ from typing import BinaryIO
 
 import pyarrow as pa
 
-from nodewatch.tasks.core.files import UnsafeInputError, fd_path, open_regular
+from nodewatch.tasks.core.files import UnsafeInputError, open_regular
 
 MAGIC = {
     b"\x1f\x8b": "gzip",
@@ -307,12 +307,8 @@ def open_binary(path: str | os.PathLike[str], limits: Limits | None = None) -> B
     f.seek(0)
     if comp is None:
         return f
-    same = fd_path(f.fileno(), path)  # reopens the file already opened, not whatever the path names now
-    try:
-        raw = open(same, "rb")  # noqa: SIM115 - owned by the returned stream
-    finally:
-        f.close()
-    return DecompressedStream(raw, comp, os.path.basename(path), limits or Limits.from_settings())  # type: ignore[return-value]
+    # the stream reads the descriptor already opened (and checked), never the path again
+    return DecompressedStream(f, comp, os.path.basename(path), limits or Limits.from_settings())  # type: ignore[return-value]
 
 
 def read_head(path: str | os.PathLike[str], n: int = 65536) -> bytes:
