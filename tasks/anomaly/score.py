@@ -42,6 +42,7 @@ from nodewatch.schemas.cubes import TELEMETRY, CubeSpec, compressors, spec_for, 
 from nodewatch.schemas.names import check_node_name
 from nodewatch.schemas.scores import ALERT_SCHEMA, SUMMARY_SCHEMA, TOP_METRICS, scores_spec
 from nodewatch.tasks.anomaly.registry import area, load_models
+from nodewatch.tasks.core.faults import fault_point
 from nodewatch.tasks.core.runs import code_version
 from nodewatch.tasks.core.store import Store
 from nodewatch.tasks.cubes import repo
@@ -516,7 +517,7 @@ def finish_day(store: Store, day: date, kind: str, model_run: str, results: list
     store.write_parquet(pa.Table.from_pandas(alerts, schema=ALERT_SCHEMA, preserve_index=False),
                         *_daily(day, "alerts.parquet", version))
     store.write_bytes(alerts_markdown(day, alerts).encode(), *_daily(day, "alerts.md", version))
-    repo.fault_point("score:after-daily")
+    fault_point("score:after-daily")
     _, tele = telemetry_geometry(store)
     spec = scores_spec_for(tele)
     ic_repo = repo.open_repo(store, spec.key)

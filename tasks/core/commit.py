@@ -18,7 +18,7 @@ later one (commits applied in the order of their ``seq``, the commit time in ns)
 * :func:`garbage` -- files of ``staged/`` and ``quarantine/`` no commit refers to (parts of runs that
   died before their commit, replaced parts, temporary files); :mod:`nodewatch.tasks.core.commit_gc`
   removes those whose run is not running.
-* :func:`fault_point` -- fault injection for tests: ``NODEWATCH_FAULT_AT="stage:after-part:3"`` kills
+* :func:`~nodewatch.tasks.core.faults.fault_point` -- fault injection for tests: ``NODEWATCH_FAULT_AT="stage:after-part:3"`` kills
   this process (SIGKILL) the 3rd time the writer passes the point ``stage:after-part``.
 
 This module imports nothing of the store (it takes any object with ``fs``, ``path`` and ``root``).
@@ -28,10 +28,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import time
 import uuid
-from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
@@ -39,6 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from nodewatch.tasks.core.faults import fault_point
 
 if TYPE_CHECKING:
     from nodewatch.tasks.core.store import Store
@@ -50,29 +50,10 @@ PROTOCOL_MARKER = f"{COMMITS}/_protocol.json"
 LEGACY_COMMIT = "00000000T000000Z-legacy--legacy"
 """Name (without ``.json``) of the commit of the parts that predate the protocol."""
 AREAS = ("staged", "quarantine")
-FAULT_ENV = "NODEWATCH_FAULT_AT"
-
-_hits: Counter[str] = Counter()
 
 
 class CommitError(RuntimeError):
     """A commit cannot be made (one-line message)."""
-
-
-def fault_point(name: str) -> None:
-    """Kill this process with SIGKILL the N-th time ``name`` is passed, when ``NODEWATCH_FAULT_AT="<name>:<N>"``.
-
-    For the fault-injection tests only (no effect unless the variable is set); several points may be
-    given separated by commas.
-    """
-    spec = os.environ.get(FAULT_ENV)
-    if not spec:
-        return
-    _hits[name] += 1
-    for item in spec.split(","):
-        point, _, n = item.strip().rpartition(":")
-        if point == name and n.isdigit() and _hits[name] == int(n):
-            os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _rel(store: Store, path: str) -> str:

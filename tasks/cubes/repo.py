@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from nodewatch.tasks.core.faults import fault_point
 from nodewatch.tasks.core.locks import store_lock
 from nodewatch.tasks.core.store import Store
 
@@ -34,35 +35,9 @@ BRANCH = "main"
 DAYS_GROUP = "days"
 """Group holding one subgroup per day whose attributes are the day's committed marker."""
 
-FAULT_ENV = "NODEWATCH_FAULT_AT"
-_fault_hits: dict[str, int] = {}
 
 _MEMORY: dict[str, Any] = {}
 _MEMORY_LOCK = threading.Lock()
-
-
-def fault_point(name: str) -> None:
-    """SIGKILL this process the N-th time ``name`` is passed when ``NODEWATCH_FAULT_AT`` holds ``<name>:<N>``.
-
-    For the fault-injection tests only (no effect unless the variable is set; several points separated by
-    commas). Points: ``cube:after-region`` (a region written into a session, not committed),
-    ``cube:before-commit`` (commit lock held, nothing published), ``cube:after-commit``,
-    ``score:after-daily`` (summary/alerts of a new version written, not committed), ``score:after-region``.
-    """
-    import os
-
-    spec = os.environ.get(FAULT_ENV)
-    if not spec:
-        return
-    with _LOGS:
-        _fault_hits[name] = _fault_hits.get(name, 0) + 1
-        hit = _fault_hits[name]
-    for item in spec.split(","):
-        point, _, n = item.strip().rpartition(":")
-        if point == name and n.isdigit() and hit == int(n):
-            import signal
-
-            os.kill(os.getpid(), signal.SIGKILL)
 
 
 class CubeError(ValueError):

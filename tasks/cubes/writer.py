@@ -53,6 +53,7 @@ from nodewatch.schemas.cubes import (
     string_encoding,
     time_encoding,
 )
+from nodewatch.tasks.core.faults import fault_point
 from nodewatch.tasks.core.locks import store_lock
 from nodewatch.tasks.core.store import Store
 from nodewatch.tasks.cubes import repo
@@ -420,7 +421,7 @@ def write_region(store: Store, spec: CubeSpec, geo: Geometry, region: Region, ar
     check_aligned(region.key, slices, chunks, shape)
     ds = xr.Dataset(data_vars)
     ds.to_zarr(zstore, region=slices, mode="r+", zarr_format=3, consolidated=False)
-    repo.fault_point("cube:after-region")
+    fault_point("cube:after-region")
     return slices
 
 

@@ -1,5 +1,5 @@
 """Fault injection: a real child process is SIGKILLed at each publish step of the staging writer and of the
-state writer (``NODEWATCH_FAULT_AT``, :func:`nodewatch.tasks.core.commit.fault_point`). Readers must see no
+state writer (``NODEWATCH_FAULT_AT``, :func:`nodewatch.tasks.core.faults.fault_point`). Readers must see no
 row of the dead run, and a re-run must give the same staged rows as an uninterrupted run."""
 
 from __future__ import annotations
