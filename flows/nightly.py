@@ -324,6 +324,26 @@ def _verdicts(st: Store, day: date, truth: str | None, rec: RunRecorder) -> dict
     return {"status": "done", "details": details}
 
 
+def _extra_steps(st: Store, day: date, truth: str | None, rec: RunRecorder, steps: dict[str, Any]) -> None:
+    """The capability steps of :mod:`nodewatch.tasks.core.nightly_steps`; one failing never stops the night."""
+    from nodewatch.tasks.core.nightly_steps import StepContext, discover
+
+    ctx = StepContext(store=st, day=day, settings=load_settings(store=st.url), rec=rec, run_id=rec.run_id,
+                      truth=truth, steps=steps)
+    for step in discover():
+        if not step.enabled(ctx.settings):
+            continue
+        with rec.step(step.name):
+            try:
+                out = step.run(ctx)
+                steps[step.name] = {"status": str(out.get("status", "done")), "details": str(out.get("details", ""))}
+                rec.add_output(step.name, {k: v for k, v in out.items() if k not in ("status", "details")})
+            except Exception as e:  # noqa: BLE001 - the report must still be written
+                msg = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+                rec.error(f"{step.name}: {type(e).__name__}: {msg}")
+                steps[step.name] = {"status": "FAILED", "details": msg}
+
+
 def _settings_store(store: str | None) -> Store:
     return Store(load_settings(store=store).store)
 
@@ -403,6 +423,7 @@ def nightly(day: date | None = None, demo: bool = False, inbox: str | None = Non
                     steps["states"] = {"status": "skipped", "details": "no staged syslog"}
         with rec.step("verdicts"):
             steps["verdicts"] = _verdicts(st, day, truth, rec)
+        _extra_steps(st, day, truth, rec, steps)
         ck = None
         if checkpoint_tables:
             with rec.step("checkpoint_tables"):

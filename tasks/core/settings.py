@@ -25,9 +25,9 @@ import os
 import tomllib
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
-from pydantic import Field, SecretStr, ValidationError, model_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -37,6 +37,9 @@ from pydantic_settings import (
 
 MIN_SALT_CHARS = 16
 """Shortest accepted ``hash_salt`` when ``hash_users`` is on (user names are guessable: the salt is the secret)."""
+
+
+_M = TypeVar("_M", bound=BaseModel)
 
 
 class SettingsError(ValueError):
@@ -80,6 +83,16 @@ class Settings(BaseSettings):
         default_factory=list,
         description="non-compute hosts whose rows are accepted (e.g. the Slurm controller); env: JSON list",
     )
+
+    # Capability sections: a TOML table ``[syslog]`` etc. (env: JSON, e.g. NODEWATCH_ALERTS='{"push": true}').
+    # Each capability validates its own section with :func:`section` and its own pydantic model, so a new
+    # setting of one capability is an edit in that capability's folder only.
+    syslog: dict[str, Any] = Field(default_factory=dict, description="syslog analytics section (tasks/syslog)")
+    predict: dict[str, Any] = Field(default_factory=dict, description="failure prediction section (tasks/predict)")
+    finj: dict[str, Any] = Field(default_factory=dict, description="fault injection / classification section (tasks/finj)")
+    coalloc: dict[str, Any] = Field(default_factory=dict, description="co-allocation what-if section (tasks/coalloc)")
+    alerts: dict[str, Any] = Field(default_factory=dict, description="alert publishing section (tasks/alerts)")
+    cluster: dict[str, Any] = Field(default_factory=dict, description="scale-out engines section (Slurm/Dask/S3)")
 
     @model_validator(mode="after")
     def _salt_for_hashing(self) -> Self:
@@ -158,3 +171,14 @@ def load_settings(config: Path | None = None, **overrides: Any) -> Settings:
         raise SettingsError(f"invalid settings{where}: {problems}") from None
     finally:
         _TOML_SOURCE.reset(token)
+
+
+def section(settings: Settings, name: str, model: type[_M]) -> _M:
+    """The capability section ``name`` of ``settings`` validated by ``model`` (a pydantic model whose
+    ``model_config`` should forbid extra keys); an invalid or unknown key is a one-line :class:`SettingsError`."""
+    raw = getattr(settings, name)
+    try:
+        return model.model_validate(raw)
+    except ValidationError as e:
+        problems = "; ".join(f"{name}.{'.'.join(map(str, err['loc'])) or name}: {err['msg']}" for err in e.errors())
+        raise SettingsError(f"invalid settings: {problems}") from None
