@@ -10,6 +10,7 @@ $(STAMP): pyproject.toml constraints.txt
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY) on PATH (or make PY=python3)"; exit 1; }
 	test -d $(VENV) || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --disable-pip-version-check -q -c constraints.txt -e '.[dev]'
+	$(BIN)/pip install --disable-pip-version-check -q --no-deps -c constraints.txt drain3  # pins cachetools==4.2.1; works with 7.x
 	touch $(STAMP)
 
 demo: $(STAMP)
