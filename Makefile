@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean-demo
+.PHONY: demo test lint bench clean-demo cluster-up cluster-down
 
 $(STAMP): pyproject.toml constraints.txt
 	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY) on PATH (or make PY=python3)"; exit 1; }
@@ -25,3 +25,11 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+# One-host Slurm + PostgreSQL + S3 (moto) on 127.0.0.1 under ${NODEWATCH_LOCAL_DIR:-/tmp/nodewatch-local}
+# (docs/operations.md "Scale-out"); then: source "$(infra/local/cluster.sh env)"
+cluster-up: $(STAMP)
+	infra/local/cluster.sh up
+
+cluster-down:
+	infra/local/cluster.sh down
