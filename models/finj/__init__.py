@@ -1,0 +1,1 @@
+"""nodewatch: fault-classification math (Netti et al.): window features, labelling, classifiers."""

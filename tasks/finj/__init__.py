@@ -1,0 +1,1 @@
+"""nodewatch: fault injection (FINJ) and fault classification (Netti et al.), see docs/finj.md."""

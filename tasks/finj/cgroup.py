@@ -1,0 +1,165 @@
+"""The run's control groups: every task and the sampler of a campaign live in ``nwfinj-<run>/{apps,faults,sys}``.
+
+Why: cleanup (every pid of the run is listed by the kernel, even one whose process group changed), hard
+limits (a memory cap on the fault group), and the two faults that need a kernel knob this machine offers
+in place of the paper's (``cpufreq`` -> CPU bandwidth of the ``apps`` group, ``pagefail`` -> memory limit of
+the ``apps`` group, see ``programs.py``). Deleting the run's groups removes every knob a fault turned.
+
+cgroup v1 (``/sys/fs/cgroup/{cpu,memory}``) and v2 (``/sys/fs/cgroup`` with ``cgroup.controllers``) are
+supported; without a writable hierarchy :func:`create` returns ``None`` and the engine uses process groups
+only (``cpufreq``/``pagefail`` are then reported unavailable).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path("/sys/fs/cgroup")
+GROUPS = ("apps", "faults", "sys")
+
+
+@dataclass(frozen=True)
+class RunCgroups:
+    """The run's groups: ``version`` 1 or 2, ``dirs[group]`` = list of directories (one per v1 hierarchy)."""
+
+    version: int
+    base: tuple[str, ...]
+    dirs: dict[str, tuple[str, ...]]
+
+    def procs_files(self, group: str) -> list[str]:
+        """The ``cgroup.procs`` files a pid must be written to (one per hierarchy)."""
+        return [os.path.join(d, "cgroup.procs") for d in self.dirs[group]]
+
+    def to_json(self) -> dict:
+        """JSON form (for the watchdog)."""
+        return {"version": self.version, "base": list(self.base), "dirs": {k: list(v) for k, v in self.dirs.items()}}
+
+    @classmethod
+    def from_json(cls, d: dict) -> RunCgroups:
+        """Inverse of :meth:`to_json`."""
+        return cls(int(d["version"]), tuple(d["base"]), {k: tuple(v) for k, v in d["dirs"].items()})
+
+
+def _v1_roots() -> list[Path]:
+    return [ROOT / c for c in ("cpu", "memory")]
+
+
+def detect() -> tuple[int, str]:
+    """(version, reason): 2 or 1 when a writable hierarchy with cpu+memory exists, else (0, why not)."""
+    if (ROOT / "cgroup.controllers").is_file():
+        ctl = (ROOT / "cgroup.controllers").read_text().split()
+        if {"cpu", "memory"} <= set(ctl) and os.access(ROOT, os.W_OK):
+            return 2, ""
+        return 0, f"cgroup v2 without writable cpu+memory controllers (have: {' '.join(ctl)})"
+    roots = _v1_roots()
+    if all((r / "cgroup.procs").is_file() for r in roots) and all(os.access(r, os.W_OK) for r in roots):
+        return 1, ""
+    return 0, "no writable cgroup v1 cpu+memory hierarchy and no cgroup v2 (needs root)"
+
+
+def create(run: str) -> RunCgroups | None:
+    """Create ``nwfinj-<run>/{apps,faults,sys}``; ``None`` if the machine has no usable cgroups."""
+    version, _ = detect()
+    if version == 0:
+        return None
+    name = f"nwfinj-{run}"
+    if version == 2:
+        base = ROOT / name
+        base.mkdir()
+        (base / "cgroup.subtree_control").write_text("+cpu +memory")
+        dirs = {}
+        for g in GROUPS:
+            (base / g).mkdir()
+            dirs[g] = (str(base / g),)
+        return RunCgroups(2, (str(base),), dirs)
+    bases = []
+    dirs = {g: [] for g in GROUPS}
+    for r in _v1_roots():
+        b = r / name
+        b.mkdir()
+        bases.append(str(b))
+        for g in GROUPS:
+            (b / g).mkdir()
+            dirs[g].append(str(b / g))
+    return RunCgroups(1, tuple(bases), {k: tuple(v) for k, v in dirs.items()})
+
+
+def join(cg: RunCgroups, group: str, pid: int = 0) -> None:
+    """Move ``pid`` (0 = the caller) into ``group`` (used in the child before exec)."""
+    for f in cg.procs_files(group):
+        with open(f, "w") as fh:
+            fh.write(str(pid or os.getpid()))
+
+
+def pids(cg: RunCgroups) -> set[int]:
+    """Every pid in the run's groups."""
+    out: set[int] = set()
+    for g in GROUPS:
+        for f in cg.procs_files(g):
+            with contextlib.suppress(OSError, ValueError):
+                out.update(int(x) for x in Path(f).read_text().split())
+    return out
+
+
+def kill_all(cg: RunCgroups, timeout: float = 5.0) -> int:
+    """SIGKILL every process of the run until none is left (or ``timeout``); returns how many were left."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = pids(cg)
+        if not left or time.monotonic() > deadline:
+            return len(left)
+        for p in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p, signal.SIGKILL)
+        time.sleep(0.05)
+
+
+def remove(cg: RunCgroups) -> None:
+    """Remove the (empty) groups: every limit a fault set on them goes with them."""
+    for g in GROUPS:
+        for d in cg.dirs[g]:
+            with contextlib.suppress(OSError):
+                os.rmdir(d)
+    for b in cg.base:
+        with contextlib.suppress(OSError):
+            os.rmdir(b)
+
+
+# ----------------------------------------------------------------------------- knobs for the faults
+def set_cpu_share(dirs: tuple[str, ...], version: int, fraction_of_cores: float | None) -> None:
+    """Limit a group's CPU bandwidth to ``fraction_of_cores`` CPUs (``None`` = unlimited)."""
+    period = 100_000
+    for d in dirs:
+        if version == 2:
+            val = "max" if fraction_of_cores is None else f"{max(1000, int(fraction_of_cores * period))} {period}"
+            Path(d, "cpu.max").write_text(val)
+        elif Path(d, "cpu.cfs_quota_us").exists():
+            Path(d, "cpu.cfs_period_us").write_text(str(period))
+            q = -1 if fraction_of_cores is None else max(1000, int(fraction_of_cores * period))
+            Path(d, "cpu.cfs_quota_us").write_text(str(q))
+
+
+def memory_usage(dirs: tuple[str, ...], version: int) -> int:
+    """Current memory charged to a group (bytes)."""
+    for d in dirs:
+        f = Path(d, "memory.current" if version == 2 else "memory.usage_in_bytes")
+        if f.exists():
+            return int(f.read_text())
+    return 0
+
+
+def set_memory_limit(dirs: tuple[str, ...], version: int, limit: int | None, stall: bool = False) -> None:
+    """Hard memory limit of a group (``None`` = none). With ``stall`` (v1: ``oom_kill_disable``; v2: ``memory.high``)
+    allocations beyond the limit wait in reclaim instead of the kernel killing the task."""
+    for d in dirs:
+        if version == 2:
+            Path(d, "memory.high" if stall else "memory.max").write_text("max" if limit is None else str(limit))
+        elif Path(d, "memory.limit_in_bytes").exists():
+            if stall and Path(d, "memory.oom_control").exists():
+                Path(d, "memory.oom_control").write_text("0" if limit is None else "1")
+            Path(d, "memory.limit_in_bytes").write_text("-1" if limit is None else str(limit))
