@@ -1,14 +1,17 @@
-"""Benchmark: wall time of small CLI commands, Prefect's temporary server vs running without Prefect (issue 16).
+"""Benchmark: wall time of small CLI commands: Prefect's temporary server, in-process, warm worker (issue 16).
 
 Goal: <= 3 s overhead for a small ingest when no Prefect server is configured. Measures in one run,
-each as a fresh ``python -m nodewatch.flows.cli`` process the way a user runs it:
+each as a fresh ``python -m nodewatch.flows.launch`` process (what the ``nodewatch`` console script runs):
 
 1. ``nodewatch --help``;
 2. ``nodewatch ingest syslog <2,000-line file>`` on a fresh store, ``--prefect`` with no server
-   configured (the old mode: Prefect starts its temporary server for the flow run);
-3. the same with no flag (the new default without a server: the flow's steps without Prefect).
+   configured (the old mode: Prefect starts its temporary server for the flow run), ``NODEWATCH_WARM=0``;
+3. the same with no flag, ``NODEWATCH_WARM=0`` (the flow's steps without Prefect, in-process: pays the
+   Great Expectations import and context, ~4 s);
+4. the same handed to the warm worker (:mod:`nodewatch.flows.warm`, started by this script in a private
+   runtime directory before the runs and stopped after them).
 
-Runs 2 and 3 alternate ``--repeat`` times (the machine is shared; the best run of each side counts).
+Runs 2, 3 and 4 alternate ``--repeat`` times (the machine is shared; the best run of each side counts).
 For each ingest it prints the wall time, the time inside the run (manifest ``started``..``finished``:
 settings, GX context, parse, validate, stage) and the manifest's step timings (parse_validate +
 stage), and the overhead = wall - steps; then the import time of Great Expectations alone (paid
@@ -30,7 +33,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-CLI = [sys.executable, "-m", "nodewatch.flows.cli"]
+CLI = [sys.executable, "-m", "nodewatch.flows.launch"]
 GX_IMPORT = "import time; t = time.perf_counter(); import great_expectations; print(time.perf_counter() - t)"
 
 
@@ -75,24 +78,44 @@ def main() -> None:
     env.update(PREFECT_HOME=str(work / "prefect-home"), PREFECT_LOGGING_LEVEL="WARNING", COLUMNS="120")
     log = work / "syslog-2000.log"
     write_log(log, a.lines)
-    help_wall, p = run(["--help"], env, work)
+    runtime = work / "run"
+    runtime.mkdir(mode=0o700)
+    cold_env = {**env, "NODEWATCH_WARM": "0"}
+    warm_env = {**env, "NODEWATCH_WARM": "1", "XDG_RUNTIME_DIR": str(runtime)}
+    help_wall, p = run(["--help"], cold_env, work)
     assert p.returncode == 0, p.stderr
-    old: list[dict[str, float]] = []
-    new: list[dict[str, float]] = []
-    for i in range(a.repeat):
-        old.append(ingest(["--prefect"], log, env, work))
-        new.append(ingest([], log, env, work))
-        for name, r in (("old (Prefect, temporary server)", old[-1]), ("new (no server: without Prefect)", new[-1])):
-            print(f"repeat {i + 1} {name:34} wall {r['wall']:6.2f} s, in run {r['in_run']:5.2f} s, "
-                  f"parse+validate+stage {r['steps']:5.2f} s, overhead {r['overhead']:6.2f} s")
-    bo, bn = min(old, key=lambda r: r["wall"]), min(new, key=lambda r: r["wall"])
+    worker = subprocess.Popen([sys.executable, "-m", "nodewatch.flows.warm", "serve"], env=warm_env, cwd=work)
+    t = time.perf_counter()
+    while subprocess.run([sys.executable, "-m", "nodewatch.flows.warm", "status"], env=warm_env,
+                         capture_output=True).returncode != 0:
+        if time.perf_counter() - t > 120 or worker.poll() is not None:
+            raise SystemExit("the warm worker did not start")
+        time.sleep(0.5)
+    print(f"warm worker ready after {time.perf_counter() - t:.1f} s (paid once per idle period)")
+    modes = {"old (Prefect, temporary server)": (["--prefect"], cold_env),
+             "cold (no server, in-process)": ([], cold_env),
+             "warm (no server, warm worker)": ([], warm_env)}
+    res: dict[str, list[dict[str, float]]] = {k: [] for k in modes}
+    try:
+        for i in range(a.repeat):
+            for name, (flags, e) in modes.items():
+                r = ingest(flags, log, e, work)
+                res[name].append(r)
+                print(f"repeat {i + 1} {name:32} wall {r['wall']:6.2f} s, in run {r['in_run']:5.2f} s, "
+                      f"parse+validate+stage {r['steps']:5.2f} s, overhead {r['overhead']:6.2f} s")
+    finally:
+        subprocess.run([sys.executable, "-m", "nodewatch.flows.warm", "stop"], env=warm_env, capture_output=True)
+        worker.wait(timeout=30)
+    bo, bc, bw = (min(v, key=lambda r: r["wall"]) for v in res.values())
     gx = float(subprocess.run([sys.executable, "-c", GX_IMPORT], env=env, capture_output=True, text=True).stdout)
-    print(f"nodewatch --help: {help_wall:.2f} s; import great_expectations alone (paid inside every ingest run, either "
-          f"mode): {gx:.2f} s; new overhead without it {bn['overhead'] - gx:.2f} s")
+    print(f"nodewatch --help: {help_wall:.2f} s; import great_expectations alone (paid inside every in-process "
+          f"ingest): {gx:.2f} s")
     print(f"ingest syslog {a.lines:,} lines, best of {a.repeat}: old {bo['wall']:.2f} s (overhead {bo['overhead']:.2f} s), "
-          f"new {bn['wall']:.2f} s (overhead {bn['overhead']:.2f} s; outside the run {bn['wall'] - bn['in_run']:.2f} s)")
-    print(f"help={help_wall:.2f} old={bo['wall']:.2f} new={bn['wall']:.2f} overhead_new={bn['overhead']:.2f} "
-          f"ratio={bo['wall'] / bn['wall']:.2f}")
+          f"cold {bc['wall']:.2f} s (overhead {bc['overhead']:.2f} s), warm {bw['wall']:.2f} s "
+          f"(overhead {bw['overhead']:.2f} s)")
+    print(f"help={help_wall:.2f} old={bo['wall']:.2f} cold={bc['wall']:.2f} warm={bw['wall']:.2f} "
+          f"overhead_cold={bc['overhead']:.2f} overhead_warm={bw['overhead']:.2f} "
+          f"ratio_cold_warm={bc['wall'] / bw['wall']:.2f} ratio={bo['wall'] / bw['wall']:.2f}")
 
 
 if __name__ == "__main__":

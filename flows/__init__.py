@@ -16,9 +16,17 @@ PREFECT_DEFAULTS = {
     "GX_ANALYTICS_ENABLED": "false",
     "PREFECT_LOGGING_LEVEL": "WARNING",
 }
-for _k, _v in PREFECT_DEFAULTS.items():
-    os.environ.setdefault(_k, _v)
-if os.environ.get("PREFECT_HOME"):
-    # Prefect's ephemeral server cannot create its SQLite file when PREFECT_HOME's parent is missing
-    # (it then times out after PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS)
-    os.makedirs(os.path.expanduser(os.environ["PREFECT_HOME"]), exist_ok=True)
+
+
+def apply_process_defaults() -> None:
+    """Set :data:`PREFECT_DEFAULTS` where the environment has no value (run at import, and again by the
+    warm worker's command process after it took the client's environment)."""
+    for k, v in PREFECT_DEFAULTS.items():
+        os.environ.setdefault(k, v)
+    if os.environ.get("PREFECT_HOME"):
+        # Prefect's ephemeral server cannot create its SQLite file when PREFECT_HOME's parent is missing
+        # (it then times out after PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS)
+        os.makedirs(os.path.expanduser(os.environ["PREFECT_HOME"]), exist_ok=True)
+
+
+apply_process_defaults()
