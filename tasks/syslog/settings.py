@@ -1,0 +1,38 @@
+"""The ``[syslog]`` settings section (env ``NODEWATCH_SYSLOG='{json}'``), read with
+:func:`nodewatch.tasks.core.settings.section`."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class SyslogSettings(BaseModel):
+    """Templates, anonymisation, filtering and the vicinity detector (docs/syslog.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    """Run the nightly ``syslog`` step."""
+    sim_th: float = Field(0.8, gt=0.0, le=1.0)
+    """drain3 similarity threshold (0.8: chosen on Loghub BGL_2k/HPC_2k, see docs/syslog.md; drain3 default 0.4)."""
+    depth: int = Field(4, ge=3, le=10)
+    max_new_templates: int = Field(2000, ge=1, le=1_000_000)
+    """New templates per run; later unseen shapes get template id -1 and are counted as overflow."""
+    max_message_chars: int = Field(4096, ge=16, le=1_048_576)
+    """Messages are mined on this many leading characters (longer ones count as truncated)."""
+    window_min: int = Field(30, ge=1, le=1440)
+    """SG window (the paper's 30 minutes)."""
+    vicinity: str = Field("rack", pattern="^(rack|arch|rack_arch|job|global)$")
+    """Peer group of the detector (the paper's best: physical location within one architecture)."""
+    density_factor: float = Field(1.0, gt=0.0)
+    """Multiplier of the relative-density threshold (docs/syslog.md)."""
+    min_sg: float = Field(20.0, ge=0.0)
+    """A node must log at least this many lines in the window to be abnormal by a high SG."""
+    filter_share: float = Field(0.05, gt=0.0, le=1.0)
+    """Filtering: templates above this share of all lines of the night are 'frequent'."""
+    filter_periodic_cv: float = Field(0.5, ge=0.0)
+    """Filtering: templates whose inter-arrival coefficient of variation is below this are 'periodic'."""
+    anonymise_numbers: bool = False
+    """PaRS: also hash numbers (otherwise numbers stay, since they carry no identity in most templates)."""
+    secret_env: str = Field("NODEWATCH_SYSLOG_SECRET", pattern="^[A-Z_][A-Z0-9_]*$")
+    """Environment variable with the site secret; else the per-store key file keys/syslog-anon.key."""
