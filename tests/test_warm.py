@@ -144,3 +144,57 @@ def test_command_group(argv: list[str], group: str | None) -> None:
                                          ({"NODEWATCH_WARM": "0"}, False), ({"NODEWATCH_WARM": " Off "}, False)])
 def test_warm_enabled(env: dict[str, str], on: bool) -> None:
     assert launch.warm_enabled(env) is on
+
+
+def _long_ingest(worker_env: dict[str, str], tmp_path: Path, d: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """Start a several-seconds ingest through the worker; its client and the command's pid."""
+    big = tmp_path / "big.log"
+    with big.open("w") as f:
+        for i in range(300_000):
+            f.write(LINE.format(s=i % 60, n=i % 50 + 1))
+    before = _served(d)
+    client = subprocess.Popen([*LAUNCH, "--store", str(tmp_path / "s"), "ingest", "syslog", str(big)], env=worker_env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    t = time.monotonic()
+    while _served(d) == before:
+        assert time.monotonic() - t < 60, "command never reached the worker"
+        time.sleep(0.1)
+    line = [x for f in d.glob("*.log") for x in f.read_text().splitlines() if " served pid " in x][-1]
+    return client, int(line.split(" served pid ")[1].split(":")[0])
+
+
+def _gone(pid: int, within: float) -> bool:
+    t = time.monotonic()
+    while time.monotonic() - t < within:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_a_killed_client_takes_its_command_down(worker, tmp_path: Path) -> None:
+    env, d = worker
+    client, pid = _long_ingest(env, tmp_path, d)
+    time.sleep(1.0)
+    client.kill()  # SIGKILL: the client cannot forward anything; the session sees the socket close
+    client.wait()
+    assert _gone(pid, 15), f"command {pid} survived its client"
+    _assert_not_completed(tmp_path / "s")
+
+
+def test_ctrl_c_reaches_the_command(worker, tmp_path: Path) -> None:
+    env, d = worker
+    client, pid = _long_ingest(env, tmp_path, d)
+    time.sleep(1.0)
+    client.send_signal(2)  # SIGINT, as Ctrl-C in a terminal
+    assert client.wait(timeout=60) != 0
+    assert _gone(pid, 15)
+    _assert_not_completed(tmp_path / "s")
+
+
+def _assert_not_completed(store: Path) -> None:
+    """The command was stopped mid-run (it did not just finish before the check)."""
+    statuses = [json.loads(f.read_text()).get("status") for f in (store / "runs").glob("*.json")]
+    assert "completed" not in statuses, statuses
