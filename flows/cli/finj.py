@@ -1,0 +1,189 @@
+"""``nodewatch finj generate|run|train``: fault injection campaigns and fault classifiers (docs/finj.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+finj_app = typer.Typer(
+    help="Fault injection (FINJ) on this node and fault classification (Netti et al.).",
+    no_args_is_help=True,
+)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout (nothing else on stdout).")]
+
+
+def _print_json(obj: object) -> None:
+    import json
+    import sys
+
+    sys.stdout.write(json.dumps(obj, indent=2, default=float) + "\n")
+
+
+@finj_app.command("generate")
+def generate_cmd(
+    out: Annotated[Path, typer.Option(help="Workload file to write (must not exist).")],
+    span: Annotated[float, typer.Option(help="Length of the workload in seconds.")] = 7200.0,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    fault_gap: Annotated[float, typer.Option(help="Mean seconds between fault starts (exponentiated Weibull).")] = 110.0,
+    fault_duration: Annotated[float, typer.Option(help="Mean fault duration in seconds (Johnson SU).")] = 75.0,
+    blocks: Annotated[
+        bool,
+        typer.Option(
+            help="Two blocks like the paper's Table 1: CPU/memory faults with CPU "
+            "applications, then disk faults with the file I/O application."
+        ),
+    ] = True,
+    cores: Annotated[int, typer.Option(help="Cores of the target node (default: this machine's).")] = 0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write a seeded FINJ workload (exponentiated-Weibull fault gaps, Johnson SU durations, applications 75% of the time)."""
+    import math
+    import os
+
+    from nodewatch.flows.cli import UserError
+    from nodewatch.tasks.finj.workload import GeneratorSpec, concat, format_workload, generate
+
+    for name, v in (("--span", span), ("--fault-gap", fault_gap), ("--fault-duration", fault_duration)):
+        if not (math.isfinite(v) and v > 0):
+            raise UserError(f"{name} must be > 0, got {v}")
+    if span > 30 * 86400:
+        raise UserError(f"--span {span} is longer than 30 days")
+    if fault_duration < 20:
+        raise UserError("--fault-duration must be >= 20 s (a 60-s window needs a fault that lasts)")
+    n = cores or os.cpu_count() or 1
+    if not 1 <= n <= 4096:
+        raise UserError(f"--cores must be in 1..4096, got {cores}")
+    if out.exists() or out.is_symlink():
+        raise UserError(f"{out} exists: choose a new file")
+    common = dict(
+        fault_gap_mean=fault_gap,
+        fault_dur_mean=fault_duration,
+        fault_dur_min=min(30.0, fault_duration),
+        fault_dur_max=max(180.0, 2 * fault_duration),
+    )
+    if blocks:
+        cpu = GeneratorSpec(
+            span=span * 0.68,
+            faults=("cpufreq", "ddot", "dial", "leak", "memeater", "pagefail"),
+            apps=("dgemm", "linsolve", "stream"),
+            **common,
+        )
+        hdd = GeneratorSpec(span=span * 0.31, faults=("copy", "ioerr"), apps=("fileio",), busy=0.85, **common)
+        tasks = concat([generate(cpu, seed, n), generate(hdd, seed + 1, n)])
+    else:
+        tasks = generate(GeneratorSpec(span=span, **common), seed, n)
+    try:
+        with open(out, "x") as fh:
+            fh.write(format_workload(tasks))
+    except OSError as e:
+        raise UserError(f"cannot write {out}: {e.strerror}") from None
+    faults = [t for t in tasks if t.is_fault]
+    summary = {
+        "out": str(out),
+        "tasks": len(tasks),
+        "faults": len(faults),
+        "seed": seed,
+        "seconds": max((t.timestamp + t.duration for t in tasks), default=0),
+    }
+    if as_json:
+        _print_json(summary)
+    else:
+        typer.echo(f"wrote {out}: {len(tasks)} tasks ({len(faults)} faults) over {summary['seconds']:.0f} s, seed {seed}")
+
+
+@finj_app.command("run")
+def run_cmd(
+    workload: Annotated[Path, typer.Argument(help="FINJ workload file (timestamp; duration; seqNum; isFault; cores; args).")],
+    out: Annotated[Path, typer.Option(help="Campaign directory to create (must be new or empty).")],
+    node: Annotated[str | None, typer.Option(help="Node name written as ProducerName (default: this host).")] = None,
+    sample: Annotated[bool, typer.Option(help="Run the 1-s sampler during the campaign.")] = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a fault-injection campaign on this node with 1-s sampling (Ctrl-C stops it and cleans up)."""
+    from nodewatch.flows.cli import UserError, settings
+    from nodewatch.schemas.names import check_node_name
+    from nodewatch.tasks.finj.config import finj_settings
+    from nodewatch.tasks.finj.engine import EngineConfig, run_campaign
+    from nodewatch.tasks.finj.workload import WorkloadError, read_workload
+
+    fs = finj_settings(settings())
+    try:
+        tasks = read_workload(workload)
+    except WorkloadError as e:
+        raise UserError(str(e)) from None
+    if node is not None:
+        check_node_name(node)
+    if out.is_symlink() or (out.exists() and (not out.is_dir() or any(out.iterdir()))):
+        raise UserError(f"{out} exists and is not an empty directory")
+    cfg = EngineConfig(
+        out=out,
+        node=node or "",
+        max_task_s=fs.max_task_s,
+        mem_cap=fs.mem_cap_mib * 2**20,
+        disk_cap=fs.disk_cap_mib * 2**20,
+        sample=sample,
+    )
+    if as_json:
+        summary = run_campaign(tasks, cfg)
+        _print_json(summary)
+    else:
+        from rich.progress import Progress
+
+        from nodewatch.flows.cli import err_console
+
+        with Progress(console=err_console, transient=True) as prog:
+            bar = prog.add_task("campaign", total=len(tasks))
+            summary = run_campaign(tasks, cfg, progress=lambda done, total: prog.update(bar, completed=done))
+        c = summary["counts"]
+        typer.echo(
+            f"campaign {summary['run_id']} in {out}: {summary['seconds']:.0f} s, {c['started']} tasks started, "
+            f"{c['timeout']} hit their limit, {c['failed']} failed, {c['unavailable']} unavailable"
+            + (" (interrupted)" if summary["interrupted"] else "")
+        )
+        for prog_name, why in summary["unavailable"].items():
+            typer.echo(f"  {prog_name} unavailable: {why}")
+    if summary["interrupted"]:
+        raise typer.Exit(130)
+
+
+@finj_app.command("train")
+def train_cmd(
+    campaigns: Annotated[list[Path], typer.Argument(help="Campaign directories written by 'nodewatch finj run'.")],
+    models: Annotated[str, typer.Option(help="Comma list of classifiers to evaluate: rf,dt,svc,nn.")] = "rf,dt,svc,nn",
+    seed: Annotated[int, typer.Option(help="Random seed (core choice, folds, models).")] = 0,
+    as_json: JsonOpt = False,
+) -> None:
+    """Cross-validate RF/DT/SVC/NN on campaign windows, print F-score tables, store the RF in models/finj/."""
+    from nodewatch.flows.cli import UserError, err_console, get_store, settings
+    from nodewatch.models.finj.classify import MODELS
+    from nodewatch.tasks.finj.dataset import CampaignError
+    from nodewatch.tasks.finj.train import train
+
+    settings()
+    names = [m.strip() for m in models.split(",") if m.strip()]
+    bad = [m for m in names if m not in MODELS]
+    if bad or not names:
+        raise UserError(f"--models: unknown {', '.join(bad) or '(none)'}; choose from {', '.join(MODELS)}")
+    for c in campaigns:
+        if not c.is_dir() or c.is_symlink():
+            raise UserError(f"{c}: not a campaign directory")
+    try:
+        res = train(campaigns, get_store(), names, seed, progress=None if as_json else lambda s: err_console.print(f"cv: {s}"))
+    except CampaignError as e:
+        raise UserError(str(e)) from None
+    if as_json:
+        res.pop("report")
+        _print_json(res)
+    else:
+        from nodewatch.tasks.core.escape import strip_control
+
+        typer.echo(strip_control(res["report"], multiline=True))
+        typer.echo(f"model {res['run_id']} stored in {res['path']}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``finj`` group."""
+    app.add_typer(finj_app, name="finj")

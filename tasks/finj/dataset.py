@@ -1,0 +1,192 @@
+"""A campaign directory (``events.csv`` + ``raw.csv`` of the engine and sampler) -> labelled feature sets.
+
+Steps (Netti et al. Sec. 6): the 1-s samples are put on a regular 1-s grid (a missed second repeats the
+previous sample), constant metrics are dropped (decided on the training campaign, kept in the model's
+layout so inference uses the same columns), ``allocated`` metrics are added from the engine's events
+(node: any application running; core k: an application pinned to or spanning core k), features are
+computed per core (``models/finj/features.py``) and each window gets a *mode*/*recent* label and an
+*ambiguous* flag (``models/finj/labels.py``) from the fault program running at each second.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from nodewatch.models.finj.features import STEP, WINDOW, FeatureLayout, core_features
+from nodewatch.models.finj.labels import window_labels
+from nodewatch.tasks.finj.catalog import FAULTS, HEALTHY
+from nodewatch.tasks.finj.sampler import LDMS_META, is_counter
+
+CLASSES = (HEALTHY, *sorted(FAULTS))
+"""Label codes: 0 = healthy, then the eight fault programs (intensity is not a separate class)."""
+
+
+class CampaignError(ValueError):
+    """A campaign directory that cannot be read (one line)."""
+
+
+@dataclass
+class Raw:
+    """A campaign's samples on a 1-s grid and its events."""
+
+    t0: int
+    """Epoch second of row 0."""
+    columns: list[str]
+    values: np.ndarray
+    """(seconds, columns) float64."""
+    events: list[dict[str, str]]
+    n_cores: int
+
+
+def read_raw(campaign: Path, max_bytes: int = 4 * 2**30) -> Raw:
+    """Read ``raw.csv`` and ``events.csv`` of a campaign (regular files only)."""
+    import pandas as pd
+
+    from nodewatch.tasks.core.files import UnsafeInputError, open_regular
+
+    def _open(name: str):
+        try:
+            return os.fdopen(open_regular(campaign / name), "rb")
+        except UnsafeInputError as e:
+            raise CampaignError(f"{name}: {str(e).split(': ', 1)[-1]}") from None
+
+    with _open("raw.csv") as fh:
+        if os.fstat(fh.fileno()).st_size > max_bytes:
+            raise CampaignError("raw.csv: larger than the limit")
+        try:
+            df = pd.read_csv(fh, dtype={"ProducerName": str}, on_bad_lines="skip")
+        except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as e:
+            raise CampaignError(f"raw.csv: cannot parse: {str(e).splitlines()[0][:200]}") from None
+    if df.empty or "#Time" not in df or "Time_usec" not in df:
+        raise CampaignError("raw.csv: no samples (LDMS header #Time,Time_usec,... expected)")
+    metric_cols = [c for c in df.columns if c not in LDMS_META]
+    for c in ["#Time", "Time_usec", *metric_cols]:
+        if df[c].dtype.kind not in "fiu":
+            df[c] = pd.to_numeric(df[c], errors="coerce")
+    with np.errstate(invalid="ignore"):
+        t = np.rint(np.nan_to_num(df["#Time"].to_numpy(), nan=0.0) + df["Time_usec"].fillna(0).to_numpy() / 1e6).astype(np.int64)
+    vals = df[metric_cols].to_numpy(np.float64)
+    keep = np.isfinite(df["#Time"].to_numpy())
+    t, vals = t[keep], vals[keep]
+    if t.size == 0:
+        raise CampaignError("raw.csv: no sample with a valid time")
+    order = np.argsort(t, kind="stable")
+    t, vals = t[order], vals[order]
+    uniq, first = np.unique(t, return_index=True)
+    t0 = int(uniq[0])
+    idx = np.searchsorted(uniq, np.arange(t0, int(uniq[-1]) + 1), side="right") - 1  # last sample at or before
+    grid = vals[first][idx]
+    # forward-fill NaN cells (a field missing in one sample)
+    mask = np.isnan(grid)
+    if mask.any():
+        pos = np.where(~mask, np.arange(grid.shape[0])[:, None], 0)
+        np.maximum.accumulate(pos, axis=0, out=pos)
+        grid = grid[pos, np.arange(grid.shape[1])]
+        grid = np.nan_to_num(grid)
+    with _open("events.csv") as fh:
+        events = list(csv.DictReader(line.decode("utf-8", "replace") for line in fh))
+    cores = {int(c.split("#", 1)[1]) for c in metric_cols if "#" in c and c.split("#", 1)[1].isdigit()}
+    return Raw(t0, metric_cols, grid, events, (max(cores) + 1) if cores else 1)
+
+
+def per_second_state(raw: Raw) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(labels, alloc_node, alloc_core)`` per second: label code (:data:`CLASSES`), node and per-core allocation."""
+    n = raw.values.shape[0]
+    labels = np.zeros(n, np.int64)
+    alloc = np.zeros((n, raw.n_cores), np.float64)
+    starts: dict[str, tuple[float, dict[str, str]]] = {}
+    end_of_data = raw.t0 + n
+
+    def mark(ev: dict[str, str], s: float, e: float) -> None:
+        a = int(np.clip(np.ceil(s - raw.t0), 0, n))
+        b = int(np.clip(np.ceil(e - raw.t0), 0, n))
+        if ev["is_fault"] == "True":
+            if ev["program"] in FAULTS:
+                labels[a:b] = CLASSES.index(ev["program"])
+        else:
+            cores = [int(c) for c in ev["cores"].split()] if ev["cores"] else list(range(raw.n_cores))
+            for c in cores:
+                if c < raw.n_cores:
+                    alloc[a:b, c] = 1.0
+
+    for ev in raw.events:
+        try:
+            t = float(ev["time"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        if ev.get("event") == "start":
+            starts[ev["seq"]] = (t, ev)
+        elif ev.get("event") in ("end", "stopped") and ev.get("seq") in starts:
+            s, sev = starts.pop(ev["seq"])
+            mark(sev, s, t)
+    for s, sev in starts.values():  # still running at the end of the data
+        mark(sev, s, end_of_data)
+    return labels, alloc.max(axis=1), alloc
+
+
+@dataclass
+class Dataset:
+    """Feature sets of every window and core, with labels."""
+
+    features: np.ndarray
+    """(windows, cores, features)."""
+    names: list[str]
+    ends: np.ndarray
+    """Epoch second of each window's last sample."""
+    mode: np.ndarray
+    recent: np.ndarray
+    ambiguous: np.ndarray
+    layout: FeatureLayout
+
+
+def choose_layout(raw: Raw) -> FeatureLayout:
+    """Node/core metric split with constant metrics dropped (Sec. 6: constant metrics are redundant)."""
+    var = raw.values.std(axis=0) > 0
+    node = [c for c, v in zip(raw.columns, var, strict=True) if "#" not in c and v]
+    core_bases = sorted({c.split("#", 1)[0] for c, v in zip(raw.columns, var, strict=True) if "#" in c and v})
+    core = [b for b in core_bases if all(f"{b}#{k}" in raw.columns for k in range(raw.n_cores))]
+    counters = frozenset(c for c in node + core if is_counter(c))
+    return FeatureLayout(("allocated", *node), ("allocated", *core), counters)
+
+
+def matrices(raw: Raw, layout: FeatureLayout) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Node matrix and per-core matrices in ``layout`` order (``allocated`` from the events; a metric the
+    layout needs but the campaign lacks is 0)."""
+    _, alloc_node, alloc_core = per_second_state(raw)
+    col = {c: i for i, c in enumerate(raw.columns)}
+    n = raw.values.shape[0]
+
+    def take(names: list[str]) -> np.ndarray:
+        out = np.zeros((n, len(names)))
+        for j, c in enumerate(names):
+            if c in col:
+                out[:, j] = raw.values[:, col[c]]
+        return out
+
+    node_x = take(list(layout.node))
+    node_x[:, 0] = alloc_node
+    cores = []
+    for k in range(raw.n_cores):
+        cx = take([f"{b}#{k}" for b in layout.core])
+        cx[:, 0] = alloc_core[:, k]
+        cores.append(cx)
+    return node_x, cores
+
+
+def build(campaign: Path, layout: FeatureLayout | None = None, window: int = WINDOW, step: int = STEP) -> Dataset:
+    """Read a campaign and compute every window's per-core feature sets and labels."""
+    raw = read_raw(campaign)
+    if raw.values.shape[0] < window:
+        raise CampaignError(f"only {raw.values.shape[0]} s of samples: a window needs {window}")
+    layout = layout or choose_layout(raw)
+    node_x, cores = matrices(raw, layout)
+    ends = np.arange(window - 1, raw.values.shape[0], step)
+    feats = core_features(node_x, cores, layout, ends, window, step)
+    labels, _, _ = per_second_state(raw)
+    mode, recent, amb = window_labels(labels, ends, window)
+    return Dataset(feats, layout.feature_names(), ends + raw.t0, mode, recent, amb, layout)
