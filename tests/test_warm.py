@@ -198,3 +198,19 @@ def _assert_not_completed(store: Path) -> None:
     """The command was stopped mid-run (it did not just finish before the check)."""
     statuses = [json.loads(f.read_text()).get("status") for f in (store / "runs").glob("*.json")]
     assert "completed" not in statuses, statuses
+
+
+def test_warm_cli_group(tmp_path: Path) -> None:
+    """``nodewatch warm start|status|stop`` against a private runtime dir."""
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    env = {**os.environ, "NODEWATCH_WARM": "1", "XDG_RUNTIME_DIR": str(runtime)}
+    nw = [sys.executable, "-m", "nodewatch.flows.cli", "warm"]
+    assert subprocess.run([*nw, "status"], env=env, capture_output=True).returncode == 1
+    p = subprocess.run([*nw, "start", "--wait", "180"], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and "runs" in p.stdout, p.stdout + p.stderr
+    p = subprocess.run([*nw, "status", "--json"], env=env, capture_output=True, text=True, timeout=60)
+    info = json.loads(p.stdout)
+    assert p.returncode == 0 and info["running"] and info["modules"] > 100
+    assert "stopping" in subprocess.run([*nw, "stop"], env=env, capture_output=True, text=True).stdout
+    assert _gone(info["pid"], 30)
