@@ -81,6 +81,13 @@ export AWS_EC2_METADATA_DISABLED=true
 export NODEWATCH_LOCAL_BUCKET=$BUCKET
 export NODEWATCH_LOCAL_PG_URL=postgresql+asyncpg://nodewatch:$pg_pw@127.0.0.1:$PG_PORT/prefect
 export SLURM_CONF=$BASE/slurm/slurm.conf
+# NODEWATCH_DASK=slurm: one-thread workers as sbatch jobs, scheduler/workers/dashboards on loopback only
+export DASK_JOBQUEUE__SLURM__INTERFACE=lo
+export DASK_JOBQUEUE__SLURM__CORES=1
+export DASK_JOBQUEUE__SLURM__MEMORY=4GB
+export DASK_JOBQUEUE__SLURM__WALLTIME=02:00:00
+export DASK_JOBQUEUE__SLURM__LOG_DIRECTORY=$BASE/dask-logs
+export DASK_JOBQUEUE__SLURM__WORKER_EXTRA_ARGS='["--dashboard-address", "127.0.0.1:0"]'
 EOF
     )
 }
@@ -206,7 +213,7 @@ SlurmdTimeout=30
 InactiveLimit=0
 KillWait=5
 MinJobAge=60
-NodeName=n[1-$NODES] NodeHostname=$host NodeAddr=127.0.0.1 Port=[$SLURMD_PORT0-$last] CPUs=1 RealMemory=2000 State=UNKNOWN
+NodeName=n[1-$NODES] NodeHostname=$host NodeAddr=127.0.0.1 Port=[$SLURMD_PORT0-$last] CPUs=1 RealMemory=4096 State=UNKNOWN
 PartitionName=debug Nodes=n[1-$NODES] Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 EOF
 }

@@ -1,0 +1,137 @@
+"""Where the Dask graphs of nodewatch run: a LocalCluster, an existing scheduler, or Slurm jobs (dask-jobqueue).
+
+Chosen by the ``address`` argument (the setting ``dask_address`` / ``--dask-address``) or, when none is
+given, the environment variable ``NODEWATCH_DASK``:
+
+* unset / ``local`` -- a ``distributed.LocalCluster`` in this process (threads by default);
+* ``slurm`` -- a ``dask_jobqueue.SLURMCluster``: every worker is a real ``sbatch`` job (visible in
+  ``squeue``), configured by Dask's ``jobqueue.slurm`` config (``infra/dask-jobqueue.yaml`` or
+  ``DASK_JOBQUEUE__SLURM__*`` variables; ``infra/local/cluster.sh`` writes a loopback-only set).
+  The cluster keeps ``n_workers`` jobs (adaptive with minimum = maximum): a job that dies or is
+  ``scancel``-ed is replaced, and the tasks it held are recomputed elsewhere by the scheduler;
+* anything else -- the address of a running scheduler (``tcp://host:8786``).
+
+The workers need the store: a shared file system or an object store (``s3://``) whose credentials
+reach the jobs through the environment (``sbatch`` exports the submitting environment by default);
+nothing of the environment is written into the job script.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+ENV = "NODEWATCH_DASK"
+"""Environment variable choosing the Dask cluster when no address is given (``local``, ``slurm`` or an address)."""
+
+
+def resolve(address: str | None) -> str:
+    """``"local"``, ``"slurm"`` or a scheduler address, from ``address`` or else ``$NODEWATCH_DASK``."""
+    choice = (address or os.environ.get(ENV) or "local").strip()
+    return choice.lower() if choice.lower() in ("local", "slurm") else choice
+
+
+def _dashboard(address: str | None) -> str | None:
+    """Dashboard address for a LocalCluster: ``None`` (no dashboard) or a host-qualified address."""
+    if not address:
+        return None
+    return f"127.0.0.1{address}" if address.startswith(":") else address
+
+
+def slurm_cluster_kwargs(n_workers: int) -> dict[str, Any]:
+    """Arguments of ``SLURMCluster`` filling what Dask's ``jobqueue.slurm`` config leaves unset.
+
+    One worker process with one thread per job unless configured (``cores``, ``memory``), this venv's
+    Python, a dashboard on loopback only, and a job name naming nodewatch.
+    """
+    import dask.config
+
+    def cfg(key: str) -> Any:
+        return dask.config.get(f"jobqueue.slurm.{key}", None)
+
+    kw: dict[str, Any] = {"python": sys.executable}
+    if cfg("cores") is None:
+        kw["cores"] = 1
+    if cfg("memory") is None:
+        kw["memory"] = "2GB"
+    if cfg("processes") is None:
+        kw["processes"] = 1
+    if cfg("name") in (None, "dask-worker"):
+        kw["job_name"] = "nodewatch-dask"
+    sched = dict(cfg("scheduler-options") or {})
+    sched.setdefault("dashboard_address", "127.0.0.1:0")
+    kw["scheduler_options"] = sched
+    return kw
+
+
+@contextmanager
+def slurm_client(n_workers: int, wait_s: float = 300.0) -> Iterator[Any]:
+    """A client of a ``SLURMCluster`` holding ``n_workers`` jobs (replaced when one dies); closed on exit.
+
+    Waits up to ``wait_s`` for the first worker (a queue with no free node fails here, in one line).
+    """
+    try:
+        from dask_jobqueue import SLURMCluster
+    except ImportError:
+        raise RuntimeError(f"{ENV}=slurm needs dask-jobqueue (pip install -c constraints.txt dask-jobqueue)") from None
+    from distributed import Client
+
+    cluster = SLURMCluster(**slurm_cluster_kwargs(n_workers))
+    try:
+        cluster.adapt(minimum_jobs=n_workers, maximum_jobs=n_workers, interval="1s", wait_count=1)
+        client = Client(cluster)
+        try:
+            t0 = time.monotonic()
+            client.wait_for_workers(1, timeout=wait_s)
+            # the others are queued jobs; the graph starts on the first worker and spreads as they join
+            deadline = t0 + min(wait_s, 60.0)
+            while len(client.scheduler_info(n_workers=-1)["workers"]) < n_workers and time.monotonic() < deadline:
+                time.sleep(0.5)
+            yield client
+        finally:
+            client.close()
+    finally:
+        cluster.close()
+
+
+@contextmanager
+def dask_client(address: str | None = None, n_workers: int = 2, processes: bool = False,
+                dashboard: str | None = None) -> Iterator[Any]:
+    """A ``distributed.Client`` for the cluster :func:`resolve` picks (closed on exit, with a cluster it made).
+
+    The LocalCluster has no dashboard unless ``dashboard`` gives an address; a bare port (``":8787"``) is
+    bound to 127.0.0.1, never to every interface.
+
+    Threads are the default: on 2 cores, 1000 nodes × 1 day × 50 metrics built in 32.5 s with threads
+    vs 64.0 s with worker processes (peak RSS 1.04 vs 1.58 GiB), because parquet decoding and the
+    numpy reductions release the GIL while processes must serialise every window state.
+    """
+    from distributed import Client, LocalCluster
+
+    where = resolve(address)
+    if where == "slurm":
+        with slurm_client(n_workers) as c:
+            yield c
+        return
+    if where != "local":
+        with Client(where) as c:
+            yield c
+        return
+    with (
+        LocalCluster(
+            n_workers=n_workers,
+            threads_per_worker=1 if processes else 2,
+            processes=processes,
+            **({"host": "127.0.0.1"} if processes else {}),
+            dashboard_address=_dashboard(dashboard) or "127.0.0.1:0",  # the scheduler's HTTP server binds anyway
+            scheduler_kwargs={"dashboard": bool(dashboard)},
+            worker_dashboard_address="127.0.0.1:0",  # workers' HTTP servers (metrics) on loopback too
+            memory_limit=0,
+        ) as cluster,
+        Client(cluster) as c,
+    ):
+        yield c
