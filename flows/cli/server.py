@@ -1,8 +1,9 @@
 """``nodewatch server start``: a local Prefect server (UI + API) on 127.0.0.1 with SQLite.
 
 It runs ``prefect server start`` in the foreground with the host/port given; the database is
-``$PREFECT_HOME/prefect.db`` (SQLite) unless ``PREFECT_API_DATABASE_CONNECTION_URL`` points at
-Postgres (production: see docs/operations.md). Other processes talk to it with
+``$PREFECT_HOME/prefect.db`` (SQLite) unless ``--database`` (env ``NODEWATCH_PREFECT_DATABASE``) or
+``PREFECT_API_DATABASE_CONNECTION_URL`` points at PostgreSQL (production: see docs/operations.md,
+infra/postgres.md); the password never appears in what this command prints. Other processes talk to it with
 ``PREFECT_API_URL=http://127.0.0.1:<port>/api``.
 """
 
@@ -34,11 +35,21 @@ def register(app: typer.Typer) -> None:
     def start(
         host: Annotated[str, typer.Option(help="bind address (keep 127.0.0.1 unless behind a proxy with auth)")] = "127.0.0.1",
         port: Annotated[int, typer.Option(help="port of the UI and API")] = 4200,
+        database: Annotated[str | None, typer.Option(
+            envvar="NODEWATCH_PREFECT_DATABASE", show_default=False,
+            help="Prefect database URL, e.g. postgresql+asyncpg://user:pw@127.0.0.1:5432/prefect (default: SQLite "
+                 "in PREFECT_HOME, or PREFECT_API_DATABASE_CONNECTION_URL). Prefer the env variable: an option is "
+                 "visible in ps.")] = None,
     ) -> None:
         """Start the Prefect server in the foreground (Ctrl-C stops it)."""
-        from nodewatch.flows.cli import console
+        from nodewatch.flows.cli import UserError, console
 
         env = dict(os.environ)
+        if database:
+            if not database.startswith(("postgresql+asyncpg://", "sqlite+aiosqlite://")):
+                raise UserError("--database: expected postgresql+asyncpg://user:password@host:port/db "
+                                "(or sqlite+aiosqlite:///path)")
+            env["PREFECT_API_DATABASE_CONNECTION_URL"] = database
         db = env.get("PREFECT_API_DATABASE_CONNECTION_URL")
         home = env.get("PREFECT_HOME", str(Path.home() / ".prefect"))
         console.print(f"Prefect server on http://{host}:{port} (UI), API http://{host}:{port}/api; database "
