@@ -23,14 +23,14 @@ import pyarrow as pa
 from nodewatch.schemas.names import NODE_NAME_PATTERN
 from nodewatch.schemas.table import Column, TableSchema
 
-SOURCE_FORMATS = ("rfc5424", "rfc3164", "rsyslog", "bgl", "hpc")
+SOURCE_FORMATS = ("rfc5424", "rfc3164", "rsyslog", "bgl", "hpc", "cfdr")
 """Values of ``source_format``: the name of the parser format that produced the row."""
 
 SYSLOG = TableSchema(
     name="syslog",
     description=(
         "System log lines from every node: RFC 5424 / RFC 3164 syslog, rsyslog RFC 3339 file format, Loghub BGL RAS and LANL HPC "
-        "event logs, normalised to UTC and canonical node names."
+        "event logs, CFDR Thunderbird/Spirit/Liberty logs, normalised to UTC and canonical node names."
     ),
     time_column="time",
     unique_key=("node", "time", "app", "pid", "message"),
@@ -47,7 +47,7 @@ SYSLOG = TableSchema(
         Column("message", pa.string(), nullable=False, description="free text of the line"),
         Column("msgid", pa.string(), description="RFC 5424 MSGID; HPC: the state field (e.g. state_change.unavailable)"),
         Column("alert_label", pa.string(),
-               description="BGL ground-truth alert category (e.g. KERNDTLB); null for non-alert lines and other formats"),
+               description="BGL/CFDR ground-truth alert category (e.g. KERNDTLB); null for non-alert lines and other formats"),
         Column("structured_data", pa.string(), description="RFC 5424 STRUCTURED-DATA as written (null for '-')"),
         Column("source_format", pa.string(), nullable=False, allowed=SOURCE_FORMATS, description="parser format name"),
         Column("source_offset", pa.int64(), nullable=False, min=1, description="1-based line number in the input file"),
