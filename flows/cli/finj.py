@@ -154,6 +154,13 @@ def train_cmd(
     campaigns: Annotated[list[Path], typer.Argument(help="Campaign directories written by 'nodewatch finj run'.")],
     models: Annotated[str, typer.Option(help="Comma list of classifiers to evaluate: rf,dt,svc,nn.")] = "rf,dt,svc,nn",
     seed: Annotated[int, typer.Option(help="Random seed (core choice, folds, models).")] = 0,
+    source: Annotated[
+        str,
+        typer.Option(
+            help="raw: the sampler's raw.csv (all /proc fields, per core); staged: the "
+            "campaign's telemetry as staged by 'nodewatch ingest telemetry' (for the nightly step)."
+        ),
+    ] = "raw",
     as_json: JsonOpt = False,
 ) -> None:
     """Cross-validate RF/DT/SVC/NN on campaign windows, print F-score tables, store the RF in models/finj/."""
@@ -167,11 +174,20 @@ def train_cmd(
     bad = [m for m in names if m not in MODELS]
     if bad or not names:
         raise UserError(f"--models: unknown {', '.join(bad) or '(none)'}; choose from {', '.join(MODELS)}")
+    if source not in ("raw", "staged"):
+        raise UserError(f"--source must be raw or staged, got {source!r}")
     for c in campaigns:
         if not c.is_dir() or c.is_symlink():
             raise UserError(f"{c}: not a campaign directory")
     try:
-        res = train(campaigns, get_store(), names, seed, progress=None if as_json else lambda s: err_console.print(f"cv: {s}"))
+        res = train(
+            campaigns,
+            get_store(),
+            names,
+            seed,
+            progress=None if as_json else lambda s: err_console.print(f"cv: {s}"),
+            source=source,
+        )
     except CampaignError as e:
         raise UserError(str(e)) from None
     if as_json:

@@ -144,14 +144,16 @@ class Dataset:
     layout: FeatureLayout
 
 
-def choose_layout(raw: Raw) -> FeatureLayout:
-    """Node/core metric split with constant metrics dropped (Sec. 6: constant metrics are redundant)."""
+def choose_layout(raw: Raw, allocated: bool = True) -> FeatureLayout:
+    """Node/core metric split with constant metrics dropped (Sec. 6: constant metrics are redundant); with
+    ``allocated`` the ``allocated`` metric (from the engine's events) leads both lists."""
     var = raw.values.std(axis=0) > 0
     node = [c for c, v in zip(raw.columns, var, strict=True) if "#" not in c and v]
     core_bases = sorted({c.split("#", 1)[0] for c, v in zip(raw.columns, var, strict=True) if "#" in c and v})
     core = [b for b in core_bases if all(f"{b}#{k}" in raw.columns for k in range(raw.n_cores))]
     counters = frozenset(c for c in node + core if is_counter(c))
-    return FeatureLayout(("allocated", *node), ("allocated", *core), counters)
+    lead = ("allocated",) if allocated else ()
+    return FeatureLayout((*lead, *node), (*lead, *core), counters)
 
 
 def matrices(raw: Raw, layout: FeatureLayout) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -169,18 +171,24 @@ def matrices(raw: Raw, layout: FeatureLayout) -> tuple[np.ndarray, list[np.ndarr
         return out
 
     node_x = take(list(layout.node))
-    node_x[:, 0] = alloc_node
+    if "allocated" in layout.node:
+        node_x[:, layout.node.index("allocated")] = alloc_node
     cores = []
     for k in range(raw.n_cores):
         cx = take([f"{b}#{k}" for b in layout.core])
-        cx[:, 0] = alloc_core[:, k]
+        if "allocated" in layout.core:
+            cx[:, layout.core.index("allocated")] = alloc_core[:, k]
         cores.append(cx)
     return node_x, cores
 
 
 def build(campaign: Path, layout: FeatureLayout | None = None, window: int = WINDOW, step: int = STEP) -> Dataset:
     """Read a campaign and compute every window's per-core feature sets and labels."""
-    raw = read_raw(campaign)
+    return build_raw(read_raw(campaign), layout, window, step)
+
+
+def build_raw(raw: Raw, layout: FeatureLayout | None = None, window: int = WINDOW, step: int = STEP) -> Dataset:
+    """Feature sets and labels of samples already on the 1-s grid (campaign files or staged telemetry)."""
     if raw.values.shape[0] < window:
         raise CampaignError(f"only {raw.values.shape[0]} s of samples: a window needs {window}")
     layout = layout or choose_layout(raw)

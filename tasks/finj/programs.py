@@ -289,9 +289,18 @@ def fileio(lim: Limits, **_: object) -> None:
 
 
 PROGRAMS = {
-    "leak": leak, "memeater": memeater, "ddot": ddot, "dial": dial, "cpufreq": cpufreq,
-    "pagefail": pagefail, "ioerr": ioerr, "copy": copy,
-    "dgemm": dgemm, "stream": stream, "linsolve": linsolve, "fileio": fileio,
+    "leak": leak,
+    "memeater": memeater,
+    "ddot": ddot,
+    "dial": dial,
+    "cpufreq": cpufreq,
+    "pagefail": pagefail,
+    "ioerr": ioerr,
+    "copy": copy,
+    "dgemm": dgemm,
+    "stream": stream,
+    "linsolve": linsolve,
+    "fileio": fileio,
 }
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from nodewatch.models.finj.classify import cross_val_predict, fscores, make, one_core_per_window, top_features
 from nodewatch.models.finj.features import FeatureLayout
 from nodewatch.models.finj.forest import ArrayForest, export
-from nodewatch.tasks.finj.dataset import CLASSES, Dataset, build, choose_layout, read_raw
+from nodewatch.tasks.finj.dataset import CLASSES, Dataset, build, build_raw, choose_layout, read_raw
 
 AREA = "models/finj"
 PAPER_OVERALL = {
@@ -79,11 +79,26 @@ class Experiment:
     seconds: float
 
 
-def combine(campaigns: Sequence[Path]) -> tuple[Dataset, list[int]]:
-    """Feature sets of several campaigns with one layout (the first campaign's), concatenated in time order."""
-    first = read_raw(campaigns[0])
-    layout = choose_layout(first)
-    parts = [build(c, layout) for c in campaigns]
+def combine(campaigns: Sequence[Path], source: str = "raw", store=None) -> tuple[Dataset, list[int]]:
+    """Feature sets of several campaigns with one layout (the first campaign's), concatenated in time order.
+
+    ``source="raw"``: the sampler's ``raw.csv`` (every /proc field, per core, ``allocated``);
+    ``source="staged"``: the campaign's telemetry as staged in ``store`` by ``nodewatch ingest telemetry``
+    (catalogue metrics, no ``allocated``; see ``staged.py``)."""
+    if source == "staged":
+        from nodewatch.tasks.finj.staged import campaign_span, raw_from_staged
+
+        raws = []
+        for c in campaigns:
+            node, start, end, events = campaign_span(c)
+            raws.append(raw_from_staged(store, node, start, end, events))
+        layout = choose_layout(raws[0], allocated=False)
+        parts = [build_raw(r, layout) for r in raws]
+    elif source == "raw":
+        layout = choose_layout(read_raw(campaigns[0]))
+        parts = [build(c, layout) for c in campaigns]
+    else:
+        raise ValueError(f"unknown source {source!r}: raw or staged")
     ds = parts[0]
     if len(parts) > 1:
         ds = Dataset(
@@ -207,7 +222,7 @@ def load_model(store, run_id: str | None = None) -> LoadedModel:
 
 def report_markdown(exps: Sequence[Experiment], top: Sequence[tuple[str, float]], info: dict[str, Any]) -> str:
     """The F-score tables (overall and per fault, beside the paper's) and the top-20 DT features beside Table 2."""
-    lines = [f"# Fault classification: {info.get('campaigns', '')}", ""]
+    lines = [f"# Fault classification: {info.get('campaigns', '')} ({info.get('source', 'raw')} features)", ""]
     lines += [
         f"{info.get('windows', 0)} windows (60 s, every 10 s), {info.get('ambiguous', 0)} ambiguous; "
         f"{info.get('features', 0)} features per core; classes: {info.get('class_counts', {})}",
@@ -261,17 +276,21 @@ def train(
     models: Sequence[str] = ("rf", "dt", "svc", "nn"),
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
+    source: str = "raw",
 ) -> dict[str, Any]:
     """Evaluate and store a fault classifier (see module doc); returns the summary (also in ``metrics.json``)."""
     from nodewatch.tasks.core.runs import RunRecorder
 
-    rec = RunRecorder(store, "finj_train", {"campaigns": [str(c) for c in campaigns], "models": list(models), "seed": seed})
+    rec = RunRecorder(
+        store, "finj_train", {"campaigns": [str(c) for c in campaigns], "models": list(models), "seed": seed, "source": source}
+    )
     rec.write()
     with rec.step("features"):
-        ds, sizes = combine(campaigns)
+        ds, sizes = combine(campaigns, source, store)
     counts = {CLASSES[c]: int(n) for c, n in enumerate(np.bincount(ds.mode, minlength=len(CLASSES))) if n}
     info = {
         "campaigns": ", ".join(Path(c).name for c in campaigns),
+        "source": source,
         "windows": int(len(ds.ends)),
         "ambiguous": int(ds.ambiguous.sum()),
         "features": len(ds.names),
@@ -283,7 +302,14 @@ def train(
     with rec.step("fit"):
         arrays, classes = fit_forest(ds, seed)
     metrics = {**info, "experiments": [e.__dict__ for e in exps], "top20_dt": top}
-    path = save_model(store, rec.run_id, arrays, classes, ds.layout, {"seed": seed, "window": 60, "step": 10, "metrics": metrics})
+    path = save_model(
+        store,
+        rec.run_id,
+        arrays,
+        classes,
+        ds.layout,
+        {"seed": seed, "window": 60, "step": 10, "source": source, "metrics": metrics},
+    )
     md = report_markdown(exps, top, info)
     store.write_bytes(md.encode(), AREA, rec.run_id, "report.md")
     store.write_json(metrics, AREA, rec.run_id, "metrics.json")
