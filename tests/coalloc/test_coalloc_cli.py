@@ -65,6 +65,9 @@ def test_replay_synthetic_writes_committed_tables_manifest_png(tmp_path: Path) -
     assert len(runs) == 6 and set(runs["run_id"]) == {out["run_id"]}
     summ = st.read_staged("coalloc_summary").to_pandas()
     assert len(summ) == 2
+    import nodewatch
+
+    assert len(nodewatch.read_table("coalloc_summary", store=str(store))) == 2
     assert (store / "staged" / "_commits" / f"{out['run_id']}--coalloc.json").exists()
     m = json.loads((store / "runs" / f"{out['run_id']}.json").read_text())
     assert m["flow"] == "coalloc_replay" and m["status"] == "completed" and m["parameters"]["seeds"] == [1, 2, 3]
