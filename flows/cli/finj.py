@@ -200,6 +200,37 @@ def train_cmd(
         typer.echo(f"model {res['run_id']} stored in {res['path']}")
 
 
+@finj_app.command("signatures")
+def signatures_cmd(
+    campaign: Annotated[Path, typer.Argument(help="A finished campaign whose ldms/<node>.csv was ingested into the store.")],
+    out: Annotated[Path | None, typer.Option(help="JSON file to write (default: the simulator's fault_signatures.json).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Measure fault-class signatures on a campaign's staged telemetry for the simulator."""
+    import json
+
+    from nodewatch.flows.cli import UserError, get_store
+    from nodewatch.tasks.finj.dataset import CampaignError
+    from nodewatch.tasks.finj.signatures import measure
+    from nodewatch.tasks.finj.staged import campaign_span, raw_from_staged
+    from nodewatch.tasks.simulate.fault_classes import SIGNATURES_FILE
+
+    if not campaign.is_dir() or campaign.is_symlink():
+        raise UserError(f"{campaign}: not a campaign directory")
+    try:
+        node, start, end, events = campaign_span(campaign)
+        raw = raw_from_staged(get_store(), node, start, end, events)
+    except CampaignError as e:
+        raise UserError(str(e)) from None
+    sig = measure(raw, f"{campaign.name} (node {node}, {end - start:.0f} s)")
+    target = out or SIGNATURES_FILE
+    target.write_text(json.dumps(sig, indent=1, sort_keys=True) + "\n")
+    if as_json:
+        _print_json(sig)
+    else:
+        typer.echo(f"wrote {target}: {len(sig['classes'])} fault classes from {sig['seconds']} s of staged telemetry")
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``finj`` group."""
     app.add_typer(finj_app, name="finj")

@@ -5,6 +5,9 @@ mean D) and the gaps between them exponential with mean G = D (1 - s) / s, so th
 node-time inside anomalies is s = ``anomaly_share`` (renewal-reward theorem). Types 1–5 are drawn with
 ``anomaly_type_weights``; ``misconfiguration`` is a rack-level window (SaNSA §III-B: a rack whose Slurm
 configuration was not propagated receives no jobs and shows a cooling problem).
+
+Each anomaly also gets a ``fault_class``: the FINJ fault (Netti et al.) it stands for, drawn among the
+classes whose measured signature matches its type (``fault_classes.py``), from its own random stream.
 """
 
 from __future__ import annotations
@@ -15,12 +18,14 @@ import numpy as np
 import pandas as pd
 
 from nodewatch.tasks.simulate.config import ANOMALY_TYPES, SimConfig
+from nodewatch.tasks.simulate.fault_classes import assign, class_rng
 from nodewatch.tasks.simulate.rng import rng
 from nodewatch.tasks.simulate.topology import Topology
 
 CHUNK = 32
 BURN_IN_S = 30 * 86400
 COLUMNS = ["node", "start", "end", "type", "param"]
+"""Columns of :func:`node_anomalies` rows; :func:`all_anomalies` adds ``fault_class``."""
 
 
 def node_anomalies(cfg: SimConfig, node: int, t_end: float) -> list[tuple]:
@@ -72,4 +77,9 @@ def all_anomalies(cfg: SimConfig, topo: Topology, t_end: float) -> pd.DataFrame:
         for n in topo.nodes_of_rack(cfg.misconfigured_rack):
             rows.append((int(n), a, b, "misconfiguration", 0.0))
     df = pd.DataFrame(rows, columns=COLUMNS)
-    return df.sort_values(["node", "start"], kind="stable").reset_index(drop=True)
+    df = df.sort_values(["node", "start"], kind="stable").reset_index(drop=True)
+    classes: list[str] = []
+    for n, part in df.groupby("node", sort=False):
+        classes += assign(part["type"].tolist(), class_rng(cfg.seed, int(n)))
+    df["fault_class"] = pd.Series(classes, index=df.index, dtype=object) if len(df) else pd.Series([], dtype=object)
+    return df
