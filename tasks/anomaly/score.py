@@ -529,7 +529,8 @@ def finish_day(store: Store, day: date, kind: str, model_run: str, results: list
         for res in results:
             arrays = res["arrays"] if isinstance(res["arrays"], dict) else load_region_arrays(store, res["arrays"])
             write_region(store, spec, geo, Region(day, res["batch"]), arrays, session.store)
-        png = heatmap_png(store, day, _daily(day, "heatmap.png", version), session.store)
+        heatmap_png(store, day, _daily(day, "heatmap.png", version), session.store)
+        png = store.url_of(*_daily(day, "heatmap.png", version))  # s3://… on an object store, not a bare key
     except repo.io_errors() as e:
         raise ScoringError(f"scores {day.isoformat()}: write failed ({repo.first_line(e)}); nothing was published "
                            "(readers keep the day's previous scores and summary): fix the cause and re-run") from None
