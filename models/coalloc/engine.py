@@ -11,7 +11,8 @@ one member, the same node count and an allowed pair ("jobs share all of their no
 as ranks are equal", Fig. 2.5). Paired, job ``j`` next to class ``b`` progresses at ``1 / S[j, b]``
 (the slowdown of Table 2.1); alone, at full speed again (the thesis: "the already running job will keep
 using its cores exclusively (full performance) until a suitable job is found"). A group frees its
-nodes when both sides are empty. Pending jobs prefer joining a group to taking free nodes.
+nodes when both sides are empty. Pending jobs prefer joining a group to taking free nodes (the
+allowed open group created first). Completions at the same instant are handled in job order.
 
 Accounting (§2.2.5): a job uses all ``nodes · C`` cores while alone and half of them while paired, so
 ``core_s[j]`` integrates ``t_i · c_i`` piecewise.
@@ -101,7 +102,7 @@ def replay_kernel(submit, work, est, nodes, app, slow, allowed, alg, n_nodes, co
         if rem < 0.0:
             rem = 0.0
         ver[j] += 1
-        heapq.heappush(heap, (now + rem / rate[j], ver[j], j))
+        heapq.heappush(heap, (now + rem / rate[j], j, ver[j]))
 
     def predicted_end(j, now):  # noqa: ANN001, ANN202
         rem = est[j] - done[j] - (now - last[j]) * rate[j]
@@ -135,11 +136,12 @@ def replay_kernel(submit, work, est, nodes, app, slow, allowed, alg, n_nodes, co
                 break
         if not any_ok:
             return -1
+        best = -1
         for i in range(sc[1]):
             g = open_list[i]
-            if g_k[g] == k and allowed[app[j], app[member_of(g)]]:
-                return g
-        return -1
+            if g_k[g] == k and allowed[app[j], app[member_of(g)]] and (best < 0 or g < best):
+                best = g
+        return best
 
     def start_alone(j, now):  # noqa: ANN001, ANN202
         g = sc[3]
@@ -225,7 +227,7 @@ def replay_kernel(submit, work, est, nodes, app, slow, allowed, alg, n_nodes, co
 
     ai = 0
     while True:
-        while len(heap) > 0 and (state[heap[0][2]] != 2 or heap[0][1] != ver[heap[0][2]]):
+        while len(heap) > 0 and (state[heap[0][1]] != 2 or heap[0][2] != ver[heap[0][1]]):
             heapq.heappop(heap)  # stale completion
         now = math.inf
         if ai < nj:
@@ -235,7 +237,7 @@ def replay_kernel(submit, work, est, nodes, app, slow, allowed, alg, n_nodes, co
         if now == math.inf:
             break
         while len(heap) > 0 and heap[0][0] <= now:
-            t, v, j = heapq.heappop(heap)
+            t, j, v = heapq.heappop(heap)
             if state[j] == 2 and v == ver[j]:
                 finish(j, now)
         while ai < nj and submit[ai] <= now:
@@ -269,6 +271,9 @@ def replay_kernel(submit, work, est, nodes, app, slow, allowed, alg, n_nodes, co
                     avail += g_k[g]
                     if avail >= need:
                         shadow = g_end[order[x]]
+                        for y in range(x + 1, ng):  # every group ending at the shadow time frees its nodes then
+                            if g_end[order[y]] == shadow:
+                                avail += g_k[g_ids[order[y]]]
                         extra = avail - need
                         break
                 for r in range(i + 1, qn):
