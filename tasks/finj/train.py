@@ -77,6 +77,9 @@ class Experiment:
     macro: float
     n: int
     seconds: float
+    confusion: list[list[int]] | None = None
+    """Rows = true class, columns = predicted, in ``confusion_classes`` order."""
+    confusion_classes: list[str] | None = None
 
 
 def combine(campaigns: Sequence[Path], source: str = "raw", store=None) -> tuple[Dataset, list[int]]:
@@ -142,9 +145,21 @@ def evaluate(
         t0 = time.perf_counter()
         pred = cross_val_predict(model, xs, ys, k, order == "shuffled", seed)
         per, w, mac = fscores(ys, pred, [c for c in present if (ys == c).any()])
+        from sklearn.metrics import confusion_matrix
+
+        cls = [c for c in present if (ys == c).any() or (pred == c).any()]
         out.append(
             Experiment(
-                model, labels, order, {CLASSES[c]: f for c, f in per.items()}, w, mac, len(ys), round(time.perf_counter() - t0, 2)
+                model,
+                labels,
+                order,
+                {CLASSES[c]: f for c, f in per.items()},
+                w,
+                mac,
+                len(ys),
+                round(time.perf_counter() - t0, 2),
+                confusion_matrix(ys, pred, labels=cls).tolist(),
+                [CLASSES[c] for c in cls],
             )
         )
     top = top_features(x, ds.mode, ds.names, 20, seed)
@@ -254,6 +269,17 @@ def report_markdown(exps: Sequence[Experiment], top: Sequence[tuple[str, float]]
             + " | ".join(f"{e.per_class[c]:.2f}" if c in e.per_class else "" for c in classes)
             + " |"
         )
+    first = next((e for e in exps if e.confusion is not None), None)
+    if first is not None:
+        cc = first.confusion_classes or []
+        lines += [
+            "",
+            f"## Confusion matrix: {first.model}, {first.labels} labels, {first.order} folds (rows true, columns predicted)",
+            "",
+            "| true / predicted | " + " | ".join(cc) + " |",
+            "|---|" + "---|" * len(cc),
+        ]
+        lines += [f"| {c} | " + " | ".join(str(v) for v in row) + " |" for c, row in zip(cc, first.confusion, strict=True)]
     lines += [
         "",
         "Paper (Netti et al. Fig. 10-12): per-fault values only in figures; the text says pagefail and ioerr are",
