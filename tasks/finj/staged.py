@@ -18,6 +18,33 @@ import numpy as np
 from nodewatch.tasks.finj.dataset import CampaignError, Raw
 
 
+def _read_node(store, node: str, dates: list[str]):
+    """Committed staged telemetry rows of one node (the node filter is applied while reading each part)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files = store.staged_files("telemetry", dates)
+    if not files:
+        return None
+    parts = []
+    for f in files:
+        with store.fs.open(f, "rb") as fh:
+            t = pq.read_table(fh, columns=["time", "node", "metric", "value"], filters=[("node", "=", node)])
+        parts.append(
+            t.cast(
+                pa.schema(
+                    [
+                        ("time", t.schema.field("time").type),
+                        ("node", pa.string()),
+                        ("metric", pa.string()),
+                        ("value", pa.float64()),
+                    ]
+                )
+            )
+        )
+    return pa.concat_tables(parts)
+
+
 def raw_from_staged(store, node: str, start_s: float, end_s: float, events: list[dict[str, str]] | None = None) -> Raw:
     """Staged telemetry of ``node`` in ``[start_s, end_s)`` (epoch s) on a 1-s grid (the previous sample repeats)."""
     import pyarrow as pa
@@ -29,10 +56,9 @@ def raw_from_staged(store, node: str, start_s: float, end_s: float, events: list
     d0 = datetime.fromtimestamp(start_s, UTC).date()
     d1 = datetime.fromtimestamp(end_s, UTC).date()
     dates = [str(d) for d in np.arange(np.datetime64(d0), np.datetime64(d1) + 1)]
-    tab = store.read_staged("telemetry", dates, columns=["time", "node", "metric", "value"])
+    tab = _read_node(store, node, dates)
     if tab is None:
         raise CampaignError(f"no staged telemetry for {', '.join(dates)}")
-    tab = tab.filter(pc.equal(tab["node"].cast(pa.string()), node))
     secs = pc.cast(tab["time"], pa.int64()).to_numpy(zero_copy_only=False) // 1_000_000_000
     keep = (secs >= int(start_s)) & (secs < int(np.ceil(end_s)))
     if not keep.any():
