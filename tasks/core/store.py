@@ -9,8 +9,10 @@ Layout (see ``docs/store.md``)::
     runs/<run_id>.json                                run manifests
     <area>/CURRENT                                    atomic pointer to the current run of an area
 
-All writes of final objects go through a temporary name followed by a rename (atomic on local
-disks; single-object PUT on object stores), so readers never observe half-written files. Staged
+All writes of final objects are atomic, so readers never observe half-written files: on local disks
+through a temporary name followed by a rename; on object stores (``s3://``, ``gs://``, ``az://``) by
+writing the final key directly, since an object becomes visible only when its PUT (or multipart
+upload) completes and a rename there is a copy plus a delete (two more requests, no more atomic). Staged
 and quarantine parts are published per run by a commit object (:mod:`nodewatch.tasks.core.commit`):
 the staged readers below return committed parts only.
 """
@@ -35,6 +37,8 @@ from nodewatch.tasks.core.commit import commit_part, is_part_key, live_parts
 from nodewatch.tasks.core.files import open_regular
 
 _CHUNK = 1 << 20
+OBJECT_STORES = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss")
+"""Protocols whose single-object writes are atomic (visible only once complete): no temporary name + rename."""
 PRIVATE_AREAS = ("raw", "quarantine")
 """Areas holding input bytes and rejected rows as received: owner-only (0700 dirs, 0600 files) on local disk."""
 
@@ -93,6 +97,12 @@ class Store:
         proto = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
         return proto in ("file", "local")
 
+    @property
+    def is_object_store(self) -> bool:
+        """Whether the store is on an object store (atomic object writes, no atomic rename)."""
+        proto = self.fs.protocol if isinstance(self.fs.protocol, str) else self.fs.protocol[0]
+        return proto in OBJECT_STORES
+
     def report_dir(self, *parts: str) -> Path:
         """A local directory for human-facing reports (PNGs, markdown) under ``reports/``.
 
@@ -108,8 +118,16 @@ class Store:
 
     # ----------------------------------------------------------------- atomic writes
     def _tmp(self, final: str) -> str:
+        """Where to write before publishing ``final``: a temporary sibling, or ``final`` itself on an object store."""
+        if self.is_object_store:
+            return final
         d, _, name = final.rpartition("/")
         return f"{d}/.tmp-{uuid.uuid4().hex}-{name}"
+
+    def _publish(self, tmp: str, final: str) -> None:
+        """Make ``tmp`` visible as ``final`` (a rename; nothing on an object store, where ``tmp`` is ``final``)."""
+        if tmp != final:
+            self.fs.mv(tmp, final)
 
     def _makedirs_for(self, final: str) -> None:
         """Create the parent directories of ``final``; owner-only in the private areas of a local store."""
@@ -134,7 +152,7 @@ class Store:
         tmp = self._tmp(final)
         with self.fs.open(tmp, "wb") as f:
             f.write(data)
-        self.fs.mv(tmp, final)
+        self._publish(tmp, final)
         self._seal(final)
         return final
 
@@ -159,7 +177,7 @@ class Store:
         tmp = self._tmp(final)
         with self.fs.open(tmp, "wb") as f:
             pq.write_table(table, f, compression="zstd", write_statistics=True)
-        self.fs.mv(tmp, final)
+        self._publish(tmp, final)
         self._seal(final)
         key = "/".join(parts)
         if is_part_key(key):  # a staged/quarantine part written alone is published on its own
@@ -190,7 +208,7 @@ class Store:
             with self.fs.open(tmp, "wb") as dst:
                 while chunk := src.read(_CHUNK):
                     dst.write(chunk)
-            self.fs.mv(tmp, final)
+            self._publish(tmp, final)
             self._seal(final)
         return RawObject(sha, key, size, new=True)
 
