@@ -153,6 +153,9 @@ def replay(
         typer.Option(help="Count jobs finished within this many seconds (synthetic default 3600; 0 = whole queue)."),
     ] = None,
     min_saving: Annotated[float | None, typer.Option(help="Twin rule of the 'measured' policy (default 0.10).")] = None,
+    class_rule: Annotated[
+        str, typer.Option(help="Traces: 'runtime' (runtime quintiles -> classes, one run) or 'random' (seeded, --seeds runs).")
+    ] = "runtime",
     as_json: JsonOpt = False,
 ) -> None:
     """Replay a batch queue with exclusive and co-allocated nodes; write tables, PNG and manifest to the store."""
@@ -202,6 +205,12 @@ def replay(
         raise UserError(f"--horizon must be >= 0 seconds (0 = whole queue), got {horizon}")
     hz = (cfg.horizon_s if not real else None) if horizon is None else (horizon or None)
     ms = _min_saving(min_saving, cfg.min_saving)
+    if class_rule not in ("runtime", "random"):
+        raise UserError(f"--class-rule {class_rule!r}: use 'runtime' or 'random'")
+    if class_rule == "random" and not real:
+        raise UserError("--class-rule applies to --trace/--jobs (the synthetic queue draws its classes itself)")
+    if class_rule == "random" and trace is not None and ".csv" in trace.name.lower():
+        raise UserError("--class-rule random: a job-list CSV names each job's class itself")
     store = Store(settings().store)
     t0 = time.perf_counter()
     if real:
@@ -211,8 +220,17 @@ def replay(
             raise UserError(str(e)) from None
         if len(loaded.jobs) == 0:
             raise UserError(f"{loaded.source}: no job to replay ({loaded.counts.get('quarantined', 0)} quarantined)")
-        queue_of = lambda _seed: loaded.jobs  # noqa: E731
-        seed_list = [0]
+        if class_rule == "random":
+            import dataclasses
+
+            from nodewatch.models.coalloc.workload import classes_random
+
+            base = loaded.jobs
+            queue_of = lambda seed: dataclasses.replace(base, app=classes_random(len(base), seed))  # noqa: E731
+            seed_list = list(range(1, n_seeds + 1))
+        else:
+            queue_of = lambda _seed: loaded.jobs  # noqa: E731
+            seed_list = [0]
         source, quarantine, counts = loaded.source, loaded.quarantine, loaded.counts
     else:
         queue_of = synthetic(njobs, cores)
@@ -236,7 +254,8 @@ def replay(
     summary = summarise(runs)
     params = {"trace": str(trace) if trace else None, "jobs": jobs, "system": system, "nodes": n_nodes,
               "cores_per_node": cores, "policies": pols, "algorithms": algs, "seeds": seed_list, "n_jobs": njobs,
-              "horizon_s": hz, "min_saving": ms}
+              "horizon_s": hz, "min_saving": ms,
+              "class_rule": class_rule if real else "synthetic"}
     from nodewatch.tasks.coalloc.publish import publish_replay
 
     m = publish_replay(store, runs, summary, quarantine, counts, params, source,

@@ -67,3 +67,11 @@ def classes_by_runtime(runtime_s: np.ndarray) -> np.ndarray:
     q = np.searchsorted(edges, r, side="left")
     order = np.array([APPS.index(a) for a in RUNTIME_ORDER])
     return order[q].astype(np.int64)
+
+
+def classes_random(n_jobs: int, seed: int) -> np.ndarray:
+    """The random rule for real traces: each job's class drawn uniformly (seeded), independent of size and runtime.
+
+    With it a trace gives one replay per seed, so its results get confidence intervals over class mixes.
+    """
+    return np.random.default_rng(seed).integers(0, len(APPS), n_jobs).astype(np.int64)

@@ -105,6 +105,18 @@ def test_replay_swf_trace_table(tmp_path: Path) -> None:
     assert "negative run time 1" in " ".join(r.output.split()) and "no_twins" in r.output
 
 
+def test_replay_swf_random_class_rule_gives_ci_over_seeds(tmp_path: Path) -> None:
+    p = tmp_path / "t.swf"
+    p.write_text(HEADER + "".join(f"{i} {i * 5} 0 {20 + (i * 7) % 50} {8 * (1 + i % 2)} -1 -1 8 100 -1 1 1 1 -1 1 -1 -1 -1\n"
+                                  for i in range(1, 80)))
+    r = _run(tmp_path / "s", "replay", "--trace", str(p), "--nodes", "4", "--cores-per-node", "8", "--class-rule", "random",
+             "--seeds", "3", "--algorithm", "backfill", "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    naive = next(s for s in out["summary"] if s["policy"] == "naive")
+    assert naive["seeds"] == 3 and naive["e_comp_lo"] is not None and naive["e_comp_lo"] <= naive["e_comp_hi"]
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -125,6 +137,9 @@ def test_replay_swf_trace_table(tmp_path: Path) -> None:
         ["replay", "--jobs", "staged", "--nodes", "4"],  # nothing staged
         ["replay", "--system", "x"],
         ["replay", "--policy", "\x1b[31m;rm -rf"],
+        ["replay", "--class-rule", "size"],
+        ["replay", "--class-rule", "random"],  # synthetic queue: not applicable
+        ["replay", "--trace", "j.csv", "--nodes", "4", "--class-rule", "random"],
         ["pairs", "--ranks", "0"],
         ["pairs", "--min-saving", "-2"],
         ["pairs", "--png", "/nonexistent/dir/p.png"],
