@@ -15,6 +15,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from nodewatch.flows.prefect_env import artifact_key
+from nodewatch.flows.run_names import flow_run_name, name_run
 from nodewatch.models.checkpoint.failures import FailureModel
 from nodewatch.tasks.checkpoint.compute import CkptCost
 from nodewatch.tasks.checkpoint.tables import AREA, run_checkpoint_tables
@@ -94,7 +95,7 @@ def _tables(**kw: Any) -> dict[str, Any]:
     return run_tables(**kw)
 
 
-@flow(name="checkpoint_tables", log_prints=True)
+@flow(name="checkpoint_tables", flow_run_name=flow_run_name, log_prints=True)
 def checkpoint_tables(
     store: str | None = None,
     jobs: str | None = None,
@@ -132,6 +133,7 @@ def checkpoint_tables(
         grid=grid,
         restart_h=restart_h,
     )
+    name_run(m["run_id"])  # the manifest is opened inside the task: the flow run takes its id now
     create_table_artifact(
         md_records(m["notes"]["summary"]),
         key=artifact_key("checkpoint-tables-summary"),

@@ -17,6 +17,7 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from nodewatch.flows.prefect_env import artifact_key
+from nodewatch.flows.run_names import claim_run_id, flow_run_name
 from nodewatch.schemas.cubes import CUBE_KINDS, check_step
 from nodewatch.tasks.core.runs import RunRecorder
 from nodewatch.tasks.core.settings import load_settings
@@ -83,7 +84,7 @@ def run_build(
         "force": force,
         "dask_address": settings.dask_address,
     }
-    rec = RunRecorder(st, "build_cubes", params)
+    rec = RunRecorder(st, "build_cubes", params, run_id=claim_run_id())
     rec.write()
     rows: list[dict[str, Any]] = []
     try:
@@ -111,7 +112,7 @@ def run_build(
     return rec.finish().model_dump(mode="json")
 
 
-@flow(name="build_cubes", log_prints=True)
+@flow(name="build_cubes", flow_run_name=flow_run_name, log_prints=True)
 def build_cubes(
     start: date,
     end: date,

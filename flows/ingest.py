@@ -18,6 +18,7 @@ from prefect.cache_policies import NO_CACHE
 from nodewatch.flows import ingest_steps as steps
 from nodewatch.flows.ingest_steps import ingest_file_step, input_rows, stage_step, summary_markdown
 from nodewatch.flows.prefect_env import artifact_key
+from nodewatch.flows.run_names import artifact_link, flow_run_name, log
 from nodewatch.tasks.core.escape import md_records
 from nodewatch.tasks.ingest.ingestor import Ingestor
 
@@ -42,25 +43,36 @@ def _retry_transient(task, task_run, state) -> bool:  # noqa: ANN001 - Prefect's
       task_run_name="ingest-file-{path.name}", cache_policy=NO_CACHE)
 def ingest_file(ing: Ingestor, path: Path, fmt: str) -> dict:
     """Land, parse and validate one file (retried on transient I/O errors only; any other error
-    quarantines the file inside :meth:`~nodewatch.tasks.ingest.ingestor.Ingestor.add_file`)."""
-    return ingest_file_step(ing, path, fmt)
+    quarantines the file inside :meth:`~nodewatch.tasks.ingest.ingestor.Ingestor.add_file`); its counts go to
+    the run log."""
+    out = ingest_file_step(ing, path, fmt)
+    c = out.get("counts") or {}
+    log("%s: parsed (%s), format %s, %s rows in, %s quarantined so far", Path(path).name, out.get("status"),
+        out.get("format") or "?", c.get("rows_in"), c.get("quarantined"))
+    return out
 
 
 @task(cache_policy=NO_CACHE)
 def stage(ing: Ingestor, data_docs: bool) -> dict:
     """Dedupe, write and commit staged/quarantine partitions and Data Docs (not retried: the commit is once per run)."""
-    return stage_step(ing, data_docs)
+    out = stage_step(ing, data_docs)
+    log("staged and committed %d date partition(s)%s", len(out.get("dates") or []),
+        ", Data Docs written" if out.get("data_docs") else "")
+    return out
 
 
 def _publish(source: str, manifest: dict) -> None:
+    for r in input_rows(manifest):
+        log("%s: %s, %s rows in, %s staged, %s quarantined, %s duplicates%s", r["file"], r["status"], r["rows_in"],
+            r["staged"], r["quarantined"], r["duplicates"], f" ({r['message']})" if r["message"] else "")
     create_table_artifact(md_records(input_rows(manifest)), key=artifact_key("ingest", source),
                           description=f"ingest {source}: run {manifest['run_id']}")
     create_markdown_artifact(summary_markdown(source, manifest), key=artifact_key("ingest", source, "summary"))
     for k, v in manifest["outputs"].items():
         if k.startswith("data_docs_") and v:
-            create_link_artifact(
-                v if "://" in v else f"file://{v}", key=artifact_key("gx-data-docs", source), link_text="GX Data Docs"
-            )
+            link = artifact_link(None, v)
+            create_link_artifact(link, key=artifact_key("gx-data-docs", source), link_text="GX Data Docs")
+            log("GX Data Docs: %s", link)
 
 
 def run_source(
@@ -82,7 +94,7 @@ def run_source(
                             file_step=ingest_file, stage=stage, publish=_publish)
 
 
-@flow(name="ingest", log_prints=True)
+@flow(name="ingest", flow_run_name=flow_run_name, log_prints=True)
 def ingest(
     source: str,
     paths: list[str],
@@ -98,7 +110,7 @@ def ingest(
     return run_source(source, paths, fmt, start, end, store, tz, data_docs, flow_name="ingest", follow_symlinks=follow_symlinks)
 
 
-@flow(name="ingest_jobs", log_prints=True)
+@flow(name="ingest_jobs", flow_run_name=flow_run_name, log_prints=True)
 def ingest_jobs(
     paths: list[str],
     fmt: str = "auto",
@@ -122,7 +134,7 @@ def ingest_jobs(
 INGEST_ORDER = ("topology", "reservations", "jobs", "telemetry", "syslog", "alerts", "tickets", "failures")
 
 
-@flow(name="ingest_sources", log_prints=True)
+@flow(name="ingest_sources", flow_run_name=flow_run_name, log_prints=True)
 def ingest_sources(
     sources: dict[str, list[str]],
     start: datetime | None = None,

@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from nodewatch.flows.run_names import claim_run_id
 from nodewatch.tasks.core.escape import md
 from nodewatch.tasks.core.runs import RunRecorder
 from nodewatch.tasks.core.settings import load_settings
@@ -120,7 +121,7 @@ def run_source(
     hashing = bool(identity_columns(source)) and settings.hash_users
     if identity_columns(source):
         params["hash_users"] = settings.hash_users
-    rec = RunRecorder(st, flow_name, params)
+    rec = RunRecorder(st, flow_name, params, run_id=claim_run_id())
     if found.refused:
         rec.manifest.notes["refused_inputs"] = [{"path": r.path, "reason": r.reason} for r in found.refused]
     rec.write()

@@ -33,6 +33,7 @@ from prefect.tasks import exponential_backoff
 from prefect.utilities.annotations import quote
 
 from nodewatch.flows.prefect_env import artifact_key
+from nodewatch.flows.run_names import artifact_link, claim_run_id, flow_run_name, log
 from nodewatch.tasks.anomaly.score import (
     PartialScoringError,
     ScoreJob,
@@ -286,8 +287,15 @@ def _report(st: Store, day: date, score: dict[str, Any], steps: dict[str, Any], 
                           description=f"alerts {day}: {len(alerts)} node(s) flagged")
     heat = score.get("heatmap")
     if heat:
-        create_link_artifact(heat if "://" in heat else f"file://{heat}", link_text=f"score heat map {day}",
+        create_link_artifact(artifact_link(st, heat), link_text=f"score heat map {day}",
                              key=f"{key}-heatmap", description="node x time anomaly score")
+    create_link_artifact(artifact_link(st, paths["report"]), link_text=f"nightly report {day}", key=f"{key}-report",
+                         description="the report as a page")
+    verdicts = (steps.get("verdicts") or {}).get("status") == "done" and st.exists("reports", day.isoformat(), "verdicts.md")
+    if verdicts:
+        create_link_artifact(artifact_link(st, st.path("reports", day.isoformat(), "verdicts.md")),
+                             link_text=f"node verdicts {day}", key=f"{key}-verdicts", description="docs/alerts.md")
+    log("report %s", artifact_link(st, paths["report"]))
     out = {"report": paths["report"], "flagged": len(alerts)}
     if ev is not None:
         out["evaluation"] = ev.as_dict()
@@ -324,6 +332,12 @@ def _verdicts(st: Store, day: date, truth: str | None, rec: RunRecorder) -> dict
     return {"status": "done", "details": details}
 
 
+def _progress(steps: dict[str, Any], name: str) -> None:
+    """One line per finished step in the run log (the Prefect UI's Logs tab)."""
+    row = steps.get(name) or {}
+    log("step %s: %s %s", name, row.get("status", "?"), str(row.get("details", ""))[:300])
+
+
 def _extra_steps(st: Store, day: date, truth: str | None, rec: RunRecorder, steps: dict[str, Any]) -> None:
     """The capability steps of :mod:`nodewatch.tasks.core.nightly_steps`; one failing never stops the night."""
     from nodewatch.tasks.core.nightly_steps import StepContext, discover
@@ -337,11 +351,13 @@ def _extra_steps(st: Store, day: date, truth: str | None, rec: RunRecorder, step
             try:
                 out = step.run(ctx)
                 steps[step.name] = {"status": str(out.get("status", "done")), "details": str(out.get("details", ""))}
+                _progress(steps, step.name)
                 rec.add_output(step.name, {k: v for k, v in out.items() if k not in ("status", "details")})
             except Exception as e:  # noqa: BLE001 - the report must still be written
                 msg = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
                 rec.error(f"{step.name}: {type(e).__name__}: {msg}")
                 steps[step.name] = {"status": "FAILED", "details": msg}
+                _progress(steps, step.name)
 
 
 def _settings_store(store: str | None) -> Store:
@@ -349,7 +365,7 @@ def _settings_store(store: str | None) -> Store:
 
 
 # ----------------------------------------------------------------------------- flows
-@flow(name="nightly", log_prints=True)
+@flow(name="nightly", flow_run_name=flow_run_name, log_prints=True)
 def nightly(day: date | None = None, demo: bool = False, inbox: str | None = None, store: str | None = None,
             model_kind: str = "ruad", truth: str | None = None, workers: int = 2, force: bool = False,
             checkpoint_tables: bool = True, states: bool = True) -> dict[str, Any]:
@@ -365,8 +381,9 @@ def nightly(day: date | None = None, demo: bool = False, inbox: str | None = Non
     st = _settings_store(store)
     box = inbox_dir(inbox)
     params = {"day": day, "demo": demo, "inbox": str(box), "model_kind": model_kind, "truth": truth, "force": force}
-    rec = RunRecorder(st, "nightly", params)
+    rec = RunRecorder(st, "nightly", params, run_id=claim_run_id())
     rec.write()
+    log("nodewatch run %s (manifest runs/%s.json, store %s)", rec.run_id, rec.run_id, st.url)
     steps: dict[str, Any] = {}
     failed_nodes: list[str] = []
     try:
@@ -382,16 +399,23 @@ def nightly(day: date | None = None, demo: bool = False, inbox: str | None = Non
         rec.add_output("ingest", ing)
         steps["ingest"] = {"status": "done" if ing else "no input",
                            "details": ", ".join(f"{s}: {r.get('status')}" for s, r in ing.items())}
+        for src, r in ing.items():
+            for t, c in (r.get("counts") or {}).items():
+                log("ingest %s (run %s, %s file(s)): %s %s rows in, %s staged, %s quarantined, %s duplicates", src,
+                    r.get("run_id"), r.get("files"), t, c.get("rows_in"), c.get("staged"), c.get("quarantined"),
+                    c.get("duplicates"))
         val = _validation(ing)
         rec.add_output("validate", val)
         steps["validate"] = {"status": "balanced" if val["balanced"] else "UNBALANCED",
                              "details": f"{val['quarantined']} row(s) quarantined; "
                                         + ", ".join(f"{t} {c['staged']}/{c['rows_in']} staged" for t, c in val["tables"].items())}
+        _progress(steps, "validate")
         with rec.step("cubes"):
             cm = cubes_task(day, day, st.url, force)
         rec.add_output("cubes", {"run_id": cm["run_id"], "days": cm["outputs"].get("days")})
         steps["cubes"] = {"status": cm["status"],
                           "details": ", ".join(f"{r['cube']} {r['status']}" for r in cm["outputs"]["days"])}
+        _progress(steps, "cubes")
         model_run = current_model_run(st, model_kind)
         with rec.step("score"):
             if not force and day_scored(st, day, model_kind):
@@ -406,6 +430,7 @@ def nightly(day: date | None = None, demo: bool = False, inbox: str | None = Non
                                   "done" if not score["failed_batches"] else "PARTIAL",
                                   "details": f"{score['scored']} scored, {len(score['no_model'])} without model, "
                                              f"{score['flagged']} flagged"}
+        _progress(steps, "score")
         failed_nodes = score.get("failed_nodes", [])
         rec.add_output("score", score)
         if states:
@@ -423,6 +448,7 @@ def nightly(day: date | None = None, demo: bool = False, inbox: str | None = Non
                     steps["states"] = {"status": "skipped", "details": "no staged syslog"}
         with rec.step("verdicts"):
             steps["verdicts"] = _verdicts(st, day, truth, rec)
+        _progress(steps, "verdicts")
         _extra_steps(st, day, truth, rec, steps)
         ck = None
         if checkpoint_tables:
@@ -451,7 +477,7 @@ def nightly(day: date | None = None, demo: bool = False, inbox: str | None = Non
     return m
 
 
-@flow(name="backfill", log_prints=True)
+@flow(name="backfill", flow_run_name=flow_run_name, log_prints=True)
 def backfill(start: date, end: date, force: bool = False, inbox: str | None = None, store: str | None = None,
              model_kind: str = "ruad", truth: str | None = None, workers: int = 2, states: bool = True) -> dict[str, Any]:
     """Re-run ``start..end`` (inclusive): [ingest from the inbox] -> cubes -> score -> states -> reports.
@@ -464,7 +490,8 @@ def backfill(start: date, end: date, force: bool = False, inbox: str | None = No
 
     st = _settings_store(store)
     days = days_between(start, end)
-    rec = RunRecorder(st, "backfill", {"start": start, "end": end, "force": force, "inbox": inbox, "model_kind": model_kind})
+    rec = RunRecorder(st, "backfill", {"start": start, "end": end, "force": force, "inbox": inbox, "model_kind": model_kind},
+                      run_id=claim_run_id())
     rec.write()
     try:
         if inbox:
@@ -509,7 +536,7 @@ def backfill(start: date, end: date, force: bool = False, inbox: str | None = No
     return m
 
 
-@flow(name="train_weekly", log_prints=True)
+@flow(name="train_weekly", flow_run_name=flow_run_name, log_prints=True)
 def train_weekly(days: int = 28, model: str = "ruad", epochs: int = 5, window: int = 10, node_batch: int = 50,
                  workers: int = 2, store: str | None = None, end: date | None = None) -> dict[str, Any]:
     """The weekly retrain: the ``train`` flow on the last ``days`` complete days before ``end`` (default: today UTC)."""

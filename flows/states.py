@@ -17,6 +17,7 @@ from prefect.artifacts import create_link_artifact, create_markdown_artifact, cr
 from prefect.cache_policies import NO_CACHE
 
 from nodewatch.flows.prefect_env import artifact_key
+from nodewatch.flows.run_names import claim_run_id, flow_run_name
 from nodewatch.schemas.manifest import RowCounts
 from nodewatch.tasks.core.escape import md, md_code, md_records
 from nodewatch.tasks.core.runs import RunRecorder
@@ -29,7 +30,8 @@ from nodewatch.tasks.states.report import build_report, load_states, markdown_ta
 def run_states_build(start: date, end: date, store: str | None = None, rebuild_cube: bool = False) -> dict[str, Any]:
     """Body of :func:`states_build` (usable without Prefect); returns the manifest as a dict. ``end`` is inclusive."""
     st = Store(load_settings(store=store).store)
-    rec = RunRecorder(st, "states_build", {"start": start, "end": end, "rebuild_cube": rebuild_cube})
+    rec = RunRecorder(st, "states_build", {"start": start, "end": end, "rebuild_cube": rebuild_cube},
+                      run_id=claim_run_id())
     rec.write()
     try:
         with rec.step("derive_and_publish"):
@@ -55,7 +57,7 @@ def _derive(start: date, end: date, store: str | None, rebuild_cube: bool) -> di
     return run_states_build(start, end, store, rebuild_cube)
 
 
-@flow(name="states_build", log_prints=True)
+@flow(name="states_build", flow_run_name=flow_run_name, log_prints=True)
 def states_build(start: date, end: date, store: str | None = None, rebuild_cube: bool = False) -> dict[str, Any]:
     """SaNSA node states for ``start``..``end`` (inclusive UTC days) -> node_states, failure_events, state cube."""
     m = _derive(start, end, store, rebuild_cube)
@@ -77,7 +79,8 @@ def states_build(start: date, end: date, store: str | None = None, rebuild_cube:
 def run_states_report(start: date, end: date, store: str | None = None, target_anomalies: int = 5) -> tuple[dict[str, Any], list]:
     """Body of :func:`states_report`: analytics tables + PNGs under ``reports/states/<run_id>/``. ``end`` is inclusive."""
     st = Store(load_settings(store=store).store)
-    rec = RunRecorder(st, "states_report", {"start": start, "end": end, "target_anomalies": target_anomalies})
+    rec = RunRecorder(st, "states_report", {"start": start, "end": end, "target_anomalies": target_anomalies},
+                      run_id=claim_run_id())
     rec.write()
     try:
         with rec.step("load"):
@@ -97,7 +100,7 @@ def run_states_report(start: date, end: date, store: str | None = None, target_a
     return rec.finish().model_dump(mode="json"), items
 
 
-@flow(name="states_report", log_prints=True)
+@flow(name="states_report", flow_run_name=flow_run_name, log_prints=True)
 def states_report(start: date, end: date, store: str | None = None, target_anomalies: int = 5) -> dict[str, Any]:
     """SaNSA analytics (Table II, transitions, Table III, anomalies, rack under-use, correlated failures) as artifacts."""
     m, items = run_states_report(start, end, store, target_anomalies)

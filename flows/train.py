@@ -18,6 +18,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from nodewatch.flows.prefect_env import artifact_key
+from nodewatch.flows.run_names import claim_run_id, flow_run_name
 from nodewatch.tasks.anomaly.train import RunPlan, TrainConfig, finish_run, plan_as_dict, plan_run, train_batch
 from nodewatch.tasks.core.settings import load_settings
 from nodewatch.tasks.core.store import Store
@@ -48,7 +49,7 @@ def _artifacts(out: dict[str, Any]) -> None:
                              link_text="pooled ROC", key=f"{key}-roc", description="pooled ROC over all nodes")
 
 
-@flow(name="train", log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=2))
+@flow(name="train", flow_run_name=flow_run_name, log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=2))
 def train(
     start: date,
     end: date,
@@ -73,7 +74,7 @@ def train(
     st = Store(load_settings(store=store).store)
     cfg = TrainConfig(model=model, mode=mode, window=window, epochs=epochs, node_batch=node_batch, workers=workers,
                       threads=threads, compare=compare, train_end=train_end)
-    plan, rec = plan_run(st, start, end, cfg, nodes, labels)
+    plan, rec = plan_run(st, start, end, cfg, nodes, labels, run_id=claim_run_id())
     try:
         pd = plan_as_dict(plan)
         with rec.step("train_batches"):
