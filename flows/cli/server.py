@@ -40,6 +40,9 @@ def register(app: typer.Typer) -> None:
             help="Prefect database URL, e.g. postgresql+asyncpg://user:pw@127.0.0.1:5432/prefect (default: SQLite "
                  "in PREFECT_HOME, or PREFECT_API_DATABASE_CONNECTION_URL). Prefer the env variable: an option is "
                  "visible in ps.")] = None,
+        reports_port: Annotated[int, typer.Option(
+            help="port of the read-only view of the store's reports, Data Docs and heat maps on 127.0.0.1 "
+                 "(0: off); the flows link their artifacts to it when NODEWATCH_REPORTS_URL is set")] = 4201,
     ) -> None:
         """Start the Prefect server in the foreground (Ctrl-C stops it)."""
         from nodewatch.flows.cli import UserError, console
@@ -51,10 +54,17 @@ def register(app: typer.Typer) -> None:
                                 "(or sqlite+aiosqlite:///path)")
             env["PREFECT_API_DATABASE_CONNECTION_URL"] = database
         db = env.get("PREFECT_API_DATABASE_CONNECTION_URL")
+        env.setdefault("PREFECT_UI_API_URL", f"http://{host}:{port}/api")  # else the UI calls the default port 4200
         home = env.get("PREFECT_HOME", str(Path.home() / ".prefect"))
         console.print(f"Prefect server on http://{host}:{port} (UI), API http://{host}:{port}/api; database "
                       f"{'Postgres/external: ' + db.split('@')[-1] if db else 'SQLite in ' + home}", markup=False)
         console.print(f"other shells: export PREFECT_API_URL=http://{host}:{port}/api", markup=False)
+        if reports_port:
+            from nodewatch.flows.cli._reports import start_reports
+
+            url = start_reports(reports_port)
+            console.print(f"store reports and Data Docs (read-only) on {url}/; other shells: export "
+                          f"NODEWATCH_REPORTS_URL={url}", markup=False)
         try:
             raise SystemExit(subprocess.call(server_command(host, port), env=env))
         except KeyboardInterrupt:
