@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 
-def start_reports(port: int) -> str:
+def start_reports(port: int) -> str | None:
     """Serve the store's reports, Data Docs, heat maps and checkpoint tables on 127.0.0.1:``port`` in a daemon
-    thread; returns the base URL (``NODEWATCH_REPORTS_URL`` for the flows). A busy port is a one-line error."""
+    thread; returns the base URL (``NODEWATCH_REPORTS_URL`` for the flows). A busy port is one warning line and
+    ``None``: the Prefect server starts anyway."""
     from nodewatch.flows.cli import UserError, get_store
     from nodewatch.tasks.alerts.webserve import serve_in_thread
 
@@ -15,5 +16,10 @@ def start_reports(port: int) -> str:
     try:
         _, url = serve_in_thread(store, "127.0.0.1", port)
     except OSError as e:
-        raise UserError(f"--reports-port {port}: {e.strerror}; choose another port or 0 (off)") from None
+        from nodewatch.flows.cli import err_console
+        from nodewatch.flows.cli._safe import safe
+
+        err_console.print(f"[yellow]warning:[/yellow] --reports-port {port}: {safe(e.strerror)}; the store view is off "
+                          "(choose another port)", highlight=False)
+        return None
     return url

@@ -63,8 +63,9 @@ def register(app: typer.Typer) -> None:
             from nodewatch.flows.cli._reports import start_reports
 
             url = start_reports(reports_port)
-            console.print(f"store reports and Data Docs (read-only) on {url}/; other shells: export "
-                          f"NODEWATCH_REPORTS_URL={url}", markup=False)
+            if url:
+                console.print(f"store reports and Data Docs (read-only) on {url}/; other shells: export "
+                              f"NODEWATCH_REPORTS_URL={url}", markup=False)
         try:
             raise SystemExit(subprocess.call(server_command(host, port), env=env))
         except KeyboardInterrupt:
