@@ -23,6 +23,12 @@ def apply_process_defaults() -> None:
     warm worker's command process after it took the client's environment)."""
     for k, v in PREFECT_DEFAULTS.items():
         os.environ.setdefault(k, v)
+    # flow and task run logs (progress, per-file counts, prints of log_prints flows) reach the Prefect API and
+    # its UI at INFO; the terminal shows what PREFECT_LOGGING_LEVEL asks for (WARNING and above by default)
+    os.environ.setdefault("PREFECT_LOGGING_LOGGERS_PREFECT_FLOW_RUNS_LEVEL", "INFO")
+    os.environ.setdefault("PREFECT_LOGGING_LOGGERS_PREFECT_TASK_RUNS_LEVEL", "INFO")
+    if os.environ["PREFECT_LOGGING_LEVEL"].upper() in ("WARNING", "ERROR", "CRITICAL"):
+        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
     if os.environ.get("PREFECT_HOME"):
         # Prefect's ephemeral server cannot create its SQLite file when PREFECT_HOME's parent is missing
         # (it then times out after PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS)
