@@ -30,6 +30,9 @@ import pandas as pd
 from nodewatch.models.coalloc.frank_tables import APPS
 from nodewatch.models.coalloc.workload import Jobs, classes_by_runtime
 
+MAX_CSV_BYTES = 256 << 20
+"""Largest job-list CSV read (decompressed); larger lists belong in an SWF trace or the staged jobs table."""
+
 CSV_COLUMNS = ("submit_s", "app", "ranks", "runtime_s")
 """Required columns of a job-list CSV (optional: ``estimate_s``, ``nodes``, ``job_id``)."""
 
@@ -148,15 +151,14 @@ def load_csv(path: str | Path, n_nodes: int, cores_per_node: int = 32) -> Loaded
         nodewatch.tasks.ingest.inputs.InputError: not UTF-8 text, no header, a required column missing.
     """
     import io
-    import os
 
-    from nodewatch.tasks.core.files import open_regular
-    from nodewatch.tasks.ingest.inputs import InputError
+    from nodewatch.tasks.ingest.inputs import InputError, open_binary
 
-    fd = open_regular(path)
-    with os.fdopen(fd, "rb") as f:
-        data = f.read(256 << 20)
     name = Path(path).name
+    with open_binary(path) as f:  # no link followed; .gz/.xz decompressed within the settings' bounds
+        data = f.read(MAX_CSV_BYTES + 1)
+    if len(data) > MAX_CSV_BYTES:
+        raise InputError(f"{name}: job list larger than {MAX_CSV_BYTES >> 20} MiB; use an SWF trace or staged jobs")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

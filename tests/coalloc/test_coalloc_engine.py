@@ -173,3 +173,6 @@ def test_independent_reference_loop_gives_identical_schedules() -> None:
             for x, y in zip((a.start, a.end, a.core_s, a.shared_s), ref, strict=True):
                 assert np.array_equal(x, y, equal_nan=True), (pol, alg)
             assert np.isfinite(a.end).all()
+            # never more node time than the machine has: node-seconds used <= nodes x span
+            span = a.end.max() - submit.min()
+            assert a.core_s.sum() / 64 <= 64 * span * (1 + 1e-12)

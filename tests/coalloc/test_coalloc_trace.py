@@ -140,3 +140,14 @@ def test_csv_row_with_too_many_fields_is_quarantined(tmp_path: Path) -> None:
     got = load_csv(p, 64)
     assert got.counts["replayed"] == 2 and got.quarantine["reason"].tolist() == ["parse: expected 4 fields, found 7"]
     assert got.quarantine["source_offset"].tolist() == [3]
+
+
+def test_csv_compressed_and_too_large(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import nodewatch.tasks.coalloc.trace as tr
+
+    p = tmp_path / "j.csv.gz"
+    p.write_bytes(gzip.compress((CSV + "0,gtc,512,10,,a\n1,amg,512,5,,b\n").encode()))
+    assert load_trace(p, 64, 32).counts["replayed"] == 2
+    monkeypatch.setattr(tr, "MAX_CSV_BYTES", 40)
+    with pytest.raises(InputError, match="larger than"):
+        load_trace(p, 8, 32)
