@@ -169,3 +169,28 @@ def test_killed_before_commit_publishes_nothing(tmp_path: Path) -> None:
     st = Store(str(store))
     assert st.read_staged("coalloc_runs") is None and st.read_staged("coalloc_summary") is None
     assert list((store / "staged" / "coalloc_runs").rglob("*.parquet"))  # the part exists, uncommitted
+
+
+def test_replay_staged_jobs(tmp_path: Path) -> None:
+    """--jobs staged reads the committed jobs table (here: an SWF trace parsed and staged as one part)."""
+    import io
+
+    import pyarrow as pa
+
+    from nodewatch.tasks.ingest.base import ParseContext
+    from nodewatch.tasks.ingest.jobs_swf import parse_swf
+
+    body = HEADER + "".join(f"{i} {i * 10} 0 {30 + i} 8 -1 -1 8 100 -1 1 1 1 -1 1 -1 -1 -1\n" for i in range(1, 30))
+    body += "77 400 -1 -1 -1 -1 -1 8 100 -1 5 1 1 -1 1 -1 -1 -1\n"  # never started
+    parts = [r.rows for r in parse_swf(io.BytesIO(body.encode()), ParseContext(name="mini.swf"))]
+    t = pa.concat_tables(parts).drop(["source_offset"])
+    store = tmp_path / "s"
+    st = Store(str(store))
+    st.write_parquet(t, "staged", "jobs", "date=2000-01-01", "part-r1.parquet")
+    r = _run(store, "replay", "--jobs", "staged", "--system", "mini", "--nodes", "4", "--cores-per-node", "8", "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["job_counts"]["replayed"] == 29 and out["job_counts"]["never_started"] == 1
+    assert out["source"] == "staged jobs" and len(out["summary"]) == 6
+    r2 = _run(store, "replay", "--jobs", "staged", "--system", "other", "--nodes", "4")
+    assert isinstance(r2.exception, user_errors()) and "no staged jobs of system 'other'" in str(r2.exception)
