@@ -65,6 +65,7 @@ def publish_replay(store: Any, runs: pd.DataFrame, summary: pd.DataFrame, quaran
     """Commit the tables, write PNG + Markdown, write the manifest; returns the manifest as a dict."""
     from nodewatch.schemas.manifest import RowCounts
     from nodewatch.tasks.core.commit import StagedCommit
+    from nodewatch.tasks.core.escape import plot_label
     from nodewatch.tasks.core.runs import RunRecorder
 
     rec = RunRecorder(store, "coalloc_replay", parameters)
@@ -80,7 +81,7 @@ def publish_replay(store: Any, runs: pd.DataFrame, summary: pd.DataFrame, quaran
                 c.write_parquet(_table(quarantine, rid, source), store.quarantine_key(QUARANTINE_TABLE, day, rid))
             c.commit()
             title = f"co-allocation replay {rid}: {source}"
-            png = store.write_bytes(replay_bars(summary, title), AREA, rid, "efficiency.png")
+            png = store.write_bytes(replay_bars(summary, plot_label(title)), AREA, rid, "efficiency.png")
             md = store.write_bytes(markdown_summary(summary, counts, title).encode(), AREA, rid, "summary.md")
         rows_in = int(counts.get("rows_in", 0))
         rec.add_counts(QUARANTINE_TABLE, RowCounts(rows_in=rows_in, staged=rows_in - int(counts.get("quarantined", 0)),

@@ -194,3 +194,14 @@ def test_replay_staged_jobs(tmp_path: Path) -> None:
     assert out["source"] == "staged jobs" and len(out["summary"]) == 6
     r2 = _run(store, "replay", "--jobs", "staged", "--system", "other", "--nodes", "4")
     assert isinstance(r2.exception, user_errors()) and "no staged jobs of system 'other'" in str(r2.exception)
+
+
+def test_hostile_trace_name_is_shown_literally(tmp_path: Path) -> None:
+    p = tmp_path / "$\\x$[red]evil|`a`.csv"
+    p.write_text("submit_s,app,ranks,runtime_s\n0,gtc,512,10\n0,amg,512,5\n")
+    store = tmp_path / "s"
+    r = _run(store, "replay", "--trace", str(p), "--nodes", "64", "--algorithm", "backfill", "--policy", "naive")
+    assert r.exit_code == 0, r.output
+    assert "[red]evil" in r.output  # rich markup shown, not applied
+    md = next((store / "tables" / "coalloc").rglob("summary.md")).read_text()
+    assert "\\|" in md and "`a`" not in md.replace("\\`", "")
