@@ -81,7 +81,8 @@ def evidence_lines(row: dict[str, Any]) -> list[str]:
     tops = list(row.get("top_metrics") or [])
     if tops:
         lines.append("top metrics: " + ", ".join(strip_control(t) for t in tops))
-    if row.get("suspected_group"):
+    own = f"{row.get('kind')} {row.get('subject')}"
+    if row.get("suspected_group") and str(row["suspected_group"]) != own:
         lines.append(f"suspected group: {strip_control(row['suspected_group'])}")
     if row.get("vicinity_outlier") is True:
         lines.append("alone in the minority cluster of its rack (vicinity K-Means)")
