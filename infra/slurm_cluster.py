@@ -1,7 +1,9 @@
 """Start a dask-jobqueue SLURMCluster for nodewatch and keep it running (see infra/dask-jobqueue.yaml).
 
-Requires ``dask-jobqueue`` (not a default dependency: pin it in constraints.txt on the cluster).
-Prints the scheduler address to export as ``NODEWATCH_DASK_ADDRESS``.
+``dask-jobqueue`` is a dependency of nodewatch (pinned in constraints.txt). Prints the scheduler address to
+export as ``NODEWATCH_DASK_ADDRESS``: a long-lived scheduler shared by every run. Without it,
+``NODEWATCH_DASK=slurm`` makes each run start its own SLURMCluster (``nodewatch.tasks.cubes.cluster``,
+docs/scaleout.md).
 """
 
 from __future__ import annotations

@@ -253,3 +253,26 @@ def day_marker(store: Store, key: str, day: str) -> dict[str, Any] | None:
         return dict(zarr.open_group(zs, path=day_group_name(day), mode="r").attrs)
     except (FileNotFoundError, KeyError, zarr.errors.GroupNotFoundError):
         return None
+
+
+def chunk_bytes(store: Store, key: str) -> dict[str, bytes]:
+    """Encoded bytes of every chunk (``<array>/c/...`` keys, not metadata) of the latest snapshot of cube ``key``.
+
+    Two builds are byte-identical when these maps are equal (Icechunk names its chunk objects by id, so
+    the files differ even when the chunks do not).
+    """
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.core.sync import sync
+
+    zs = readonly_store(store, key)
+
+    async def keys() -> list[str]:
+        return [k async for k in zs.list()]
+
+    out: dict[str, bytes] = {}
+    for k in sync(keys()):
+        if "/c/" in k or k.startswith("c/"):
+            buf = sync(zs.get(k, prototype=default_buffer_prototype()))
+            if buf is not None:
+                out[k] = buf.to_bytes()
+    return out

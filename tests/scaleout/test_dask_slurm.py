@@ -31,24 +31,6 @@ NODES = node_names(48)
 METRICS = ["power_node", "temp_inlet", "cpu_user", "mem_used"]
 
 
-def chunk_bytes(store: Store, key: str) -> dict[str, bytes]:
-    """Encoded bytes of every chunk of every array in the latest snapshot of cube ``key`` (not metadata)."""
-    from zarr.core.buffer import default_buffer_prototype
-    from zarr.core.sync import sync
-
-    zs = repo.readonly_store(store, key)
-
-    async def keys() -> list[str]:
-        return [k async for k in zs.list()]
-
-    out = {}
-    for k in sync(keys()):
-        if "/c/" in k or k.startswith("c/"):
-            buf = sync(zs.get(k, prototype=default_buffer_prototype()))
-            out[k] = buf.to_bytes()
-    return out
-
-
 def _stage(root: Path) -> Store:
     st = Store(str(root))
     write_topology(st, NODES, per_rack=8)
@@ -128,6 +110,6 @@ def test_build_on_slurm_survives_scancel(local_cluster, tmp_path, monkeypatch):
                 break
             time.sleep(1)
         assert (now - jobs) and list(killed.values())[0] not in now, (jobs, now, killed)
-    a, b = chunk_bytes(ref, "telemetry.zarr"), chunk_bytes(onslurm, "telemetry.zarr")
+    a, b = repo.chunk_bytes(ref, "telemetry.zarr"), repo.chunk_bytes(onslurm, "telemetry.zarr")
     assert len(a) > 50 and a.keys() == b.keys()
     assert [k for k in a if a[k] != b[k]] == []  # byte-identical chunks

@@ -1,0 +1,113 @@
+"""Backfill of D days × N nodes (default 7 × 256): cube builds on Slurm workers vs one local worker, same bytes.
+
+The backfill's Dask fan-out (``build_days`` of every telemetry day, node batches of 32) is timed three ways
+in one run, from copies of one staged store:
+
+1. baseline: one local worker with one thread (``LocalCluster(n_workers=1)``, threads);
+2. reference: the default local cluster (2 workers × 2 threads: what one 2-core host gives);
+3. Slurm: ``NODEWATCH_DASK=slurm`` with ``--jobs`` single-thread workers as sbatch jobs of the one-host
+   cluster of ``infra/local/cluster.sh`` (source its env file first: ``. "$(infra/local/cluster.sh env)"``).
+
+Each layout first builds one throwaway day (imports, JIT) untimed. Every build's chunks are compared
+byte for byte with the baseline's. Prints the walls and
+``ratio=<baseline / slurm>`` (goal ≥ 1.6). On 2 cores the ceiling of any layout is ~2× over one thread.
+Scoring in the backfill runs as Prefect tasks in a thread pool on the flow's host, not on Dask: not timed here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+START = date(2026, 5, 1)
+
+
+def stage(root: Path, days: int, nodes: int, metrics: int, freq: str) -> None:
+    """Staged telemetry of ``days`` × ``nodes`` × ``metrics`` (synthetic, seeded) plus topology."""
+    from nodewatch.tasks.core.store import Store
+    from nodewatch.tasks.cubes.synth import node_names, write_telemetry_day, write_topology
+
+    st = Store(str(root))
+    names = node_names(nodes)
+    write_topology(st, names, per_rack=16)
+    ms = [f"m{i:02d}" for i in range(metrics)]
+    for i in range(days):
+        write_telemetry_day(st, START + timedelta(days=i), names, ms, freq=freq, seed=i)
+
+
+def build(root: Path, warm: Path, days: int, where: str, workers: int) -> float:
+    """Wall seconds of building every day of the telemetry cube in ``root`` on ``where``.
+
+    Before timing, the first day of ``warm`` (a throwaway copy) is built on the same cluster, so imports and
+    JIT compilation in fresh workers are not in the figure (they are paid once per worker start).
+    """
+    from nodewatch.tasks.core.store import Store
+    from nodewatch.tasks.cubes.build import build_days
+    from nodewatch.tasks.cubes.cluster import dask_client
+
+    st = Store(str(root))
+    ds = [START + timedelta(days=i) for i in range(days)]
+
+    def timed(c) -> float:
+        build_days(Store(str(warm)), "telemetry", ds[:1], c, node_batch=32)
+        t = time.perf_counter()
+        build_days(st, "telemetry", ds, c, node_batch=32)
+        return time.perf_counter() - t
+
+    if where == "one-local":
+        from distributed import Client, LocalCluster
+
+        with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0") as cl, \
+                Client(cl) as c:
+            return timed(c)
+    with dask_client(where, n_workers=workers) as c:  # the cluster is up (workers joined) before timing
+        return timed(c)
+
+
+def main() -> None:
+    """Stage once, build three ways, compare bytes, print the walls and ``ratio=``."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--days", type=int, default=7)
+    ap.add_argument("--nodes", type=int, default=256)
+    ap.add_argument("--metrics", type=int, default=20)
+    ap.add_argument("--freq", default="1min")
+    ap.add_argument("--jobs", type=int, default=4, help="Slurm worker jobs (one thread each)")
+    args = ap.parse_args()
+    from nodewatch.tasks.core.store import Store
+    from nodewatch.tasks.cubes.repo import chunk_bytes
+
+    base = Path(tempfile.mkdtemp(prefix="nodewatch-bench-backfill-"))
+    try:
+        t = time.perf_counter()
+        stage(base / "staged", args.days, args.nodes, args.metrics, args.freq)
+        print(f"staged {args.days} days x {args.nodes} nodes x {args.metrics} metrics ({args.freq}) in "
+              f"{time.perf_counter() - t:.1f} s; load {os.getloadavg()[0]:.2f}", flush=True)
+        walls, chunks = {}, {}
+        for where in ("one-local", "local", "slurm"):
+            if where == "slurm" and not os.environ.get("SLURM_CONF") and not shutil.which("sbatch"):
+                print("slurm: no SLURM_CONF/sbatch (source the env of infra/local/cluster.sh): skipped")
+                continue
+            root = base / where
+            shutil.copytree(base / "staged", root)
+            shutil.copytree(base / "staged", base / f"{where}-warm")
+            walls[where] = build(root, base / f"{where}-warm", args.days, where, args.jobs if where == "slurm" else 2)
+            chunks[where] = chunk_bytes(Store(str(root)), "telemetry.zarr")
+            print(f"{where:10s} {walls[where]:7.1f} s  (load {os.getloadavg()[0]:.2f})", flush=True)
+        same = all(chunks[w] == chunks["one-local"] for w in chunks)
+        print(f"chunks identical across layouts: {same} ({len(chunks['one-local'])} chunks)")
+        if "slurm" in walls:
+            print(f"slurm vs local 2x2 threads: {walls['local'] / walls['slurm']:.2f}x")
+            print(f"ratio={walls['one-local'] / walls['slurm']:.2f}")
+        if not same:
+            raise SystemExit("chunks differ between layouts")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
