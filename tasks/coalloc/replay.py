@@ -19,7 +19,7 @@ from nodewatch.models.coalloc.interference import POLICIES, InterferenceModel, a
 from nodewatch.models.coalloc.metrics import efficiencies, mean_ci
 from nodewatch.models.coalloc.workload import Jobs, synthetic_queue
 
-METRICS = ("e_util", "e_comp", "e_sched", "makespan_s", "wait_mean_s", "jobs_finished")
+METRICS = ("e_util", "e_comp", "e_sched", "makespan_s", "wait_mean_s", "jobs_finished", "finished_mean_ranks")
 """Metrics summarised over seeds (mean and 95 % CI)."""
 
 FIG_2_8 = {("backfill", "no_twins"): {"e_comp": 1.13, "e_sched": 0.98},
@@ -68,7 +68,9 @@ def run_setups(queues: Callable[[int], Jobs], seeds: Sequence[int], algorithms: 
                 if machine.horizon_s is not None:
                     fin &= s.end <= jobs.submit.min() + machine.horizon_s
                 shared = float(s.shared_s[fin].sum() / max((s.end - s.start)[fin].sum(), 1e-12))
-                rows.append({"seed": int(seed), "algorithm": alg, "policy": pol, **m, "shared_time_frac": shared})
+                ranks = float(jobs.ranks[fin].mean()) if fin.any() else float("nan")  # Fig. 2.9: sizes each algorithm runs
+                rows.append({"seed": int(seed), "algorithm": alg, "policy": pol, **m, "shared_time_frac": shared,
+                             "finished_mean_ranks": ranks})
                 if progress is not None:
                     progress(f"seed {seed} {alg} {pol}")
     return pd.DataFrame(rows)
