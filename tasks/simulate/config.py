@@ -206,6 +206,8 @@ class SimConfig:
         rack_outage_per_rack_year: whole-rack aggregator outages. ldms_racks: racks whose telemetry is
         written as LDMS CSV instead of parquet. syslog_rfc5424_rows: rows whose racks log in RFC 5424
         (others RFC 3164). syslog_lines_per_node_day: mean background syslog volume.
+        syslog_precursor_lines_per_min: extra lines per minute a node logs inside a failure's precursor window
+        (Ghiasvand & Ciorba: the failing node's SG departs from its rack's; 0 = no syslog precursors).
         fp_alerts_per_node_year: Nagios CRITICAL false positives; alert_detect_prob: probability that an
         anomaly raises a CRITICAL Nagios alert; alert_warning_share: share of those (and of false positives)
         that first go WARNING (SOFT 1-2, HARD 3) 5-30 min before CRITICAL; warning_only_per_node_year:
@@ -277,6 +279,7 @@ class SimConfig:
     ldms_racks: tuple[int, ...] = (0,)
     syslog_rfc5424_rows: tuple[int, ...] = (0, 2)
     syslog_lines_per_node_day: float = 300.0
+    syslog_precursor_lines_per_min: float = 0.8
     fp_alerts_per_node_year: float = 3.0
     alert_detect_prob: float = 0.85
     alert_warning_share: float = 0.5
@@ -315,6 +318,7 @@ class SimConfig:
             "fp_alerts_per_node_year",
             "warning_only_per_node_year",
             "syslog_lines_per_node_day",
+            "syslog_precursor_lines_per_min",
             "frail_nodes",
         ):
             if getattr(self, k) < 0:
