@@ -178,12 +178,12 @@ def render_rack(sched: Schedule, events: list[NodeEvents], nodes: np.ndarray, da
             for t in np.sort(g.uniform(lo, hi, m)):
                 app, fac, sev, msg = EVENT[typ][int(g.integers(len(EVENT[typ])))]
                 lines.append((t, app, fac, sev, f.fill(msg, t)))
-        # precursor bursts
+        # precursor bursts (SimConfig.syslog_precursor_lines_per_min; 0 = none)
         for a, z, kind in ev.precursors:
             lo, hi = max(a, t0), min(z, t1)
-            if hi <= lo:
+            if hi <= lo or cfg.syslog_precursor_lines_per_min <= 0:
                 continue
-            m = g.poisson((hi - lo) / 60.0 * 0.8) + 1
+            m = g.poisson((hi - lo) / 60.0 * cfg.syslog_precursor_lines_per_min) + 1
             for t in np.sort(g.uniform(lo, hi, m)):
                 app, fac, sev, msg = EVENT[kind][int(g.integers(len(EVENT[kind])))]
                 lines.append((t, app, fac, sev, f.fill(msg, t)))
