@@ -218,6 +218,13 @@ def tables(
     fs_bandwidth_gib_s: Annotated[float | None, typer.Option(help="File-system write bandwidth in GiB/s.")] = None,
     no_grid: Annotated[bool, typer.Option("--no-grid", help="Only the jobs' shapes, no 1-8192 x 1-72 h grid.")] = False,
     restart: Annotated[str | None, typer.Option(help="Restart cost after a failure, e.g. 5m.")] = None,
+    predictor: Annotated[
+        str | None,
+        typer.Option(
+            help="Add a 'with predictor' column (Aupy et al. 2014): 'latest' (the trained failure predictor's rates, "
+            "per node count via UC) or 'r=<recall>,p=<precision>[,cp=<proactive ckpt cost>]'."
+        ),
+    ] = None,
     prefect: PrefectOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -239,6 +246,7 @@ def tables(
         raise UserError("give a failure model: --mtbf-node 5y [--weibull-shape 0.8] and/or --failures SYSTEM")
     if failure_table not in ("failures", "failure_events"):
         raise UserError(f"--failure-table must be failures or failure_events, got {failure_table!r}")
+    spec = _predictor_spec(predictor) if predictor is not None else None
     for opt, val in (("--window-start", window_start), ("--window-end", window_end)):
         if val is not None:
             try:
@@ -283,6 +291,8 @@ def tables(
         raise UserError(str(e)) from None
     if not with_prefect:
         print_note(reason, m["run_id"])
+    if spec is not None:
+        m["predictor"] = _predictor_column(m["run_id"], spec)
     if as_json:
         _print_json(m)
         return
@@ -305,6 +315,48 @@ def tables(
     for k in ("table.md", "table.csv", "fits.csv", "table.zarr", "plots"):
         if k in m["outputs"]:
             out.print(f"{k}: {m['outputs'][k]}")
+    if spec is not None:
+        from nodewatch.flows.cli._safe import safe
+
+        out.print(f"with predictor {safe(m['predictor']['label'])} (saving of its cost over Daly's):")
+        for r in m["predictor"]["summary"]:
+            why = f"; where it does not pay: {safe(r['does_not_pay_because'])}" if r["pays_in"] < r["cells"] else ""
+            out.print(
+                f"  {safe(r['failure_model']):<32} {safe(r['ckpt_cost']):<10} pays in {r['pays_in']}/{r['cells']} cells, "
+                f"mean saving vs Daly {r['mean_saving_vs_daly_pct']}%, up to {r['max_nodes_where_it_pays']:,} nodes{why}"
+            )
+
+
+def _predictor_spec(text: str) -> Any:
+    """Parse ``--predictor`` before anything runs (``latest`` reads the predictor registry)."""
+    from nodewatch.flows.cli import UserError, get_store
+    from nodewatch.tasks.checkpoint.predictor import parse_predictor
+
+    latest = None
+    if text.strip().lower().startswith("latest"):
+        from nodewatch.tasks.predict.registry import current_rates
+
+        try:
+            latest = current_rates(get_store())
+        except ValueError as e:
+            raise UserError(f"--predictor latest: {e}") from None
+    try:
+        return parse_predictor(text, latest)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+
+
+def _predictor_column(run_id: str, spec: Any) -> dict[str, Any]:
+    """The 'with predictor' rows and summary for the table run ``run_id``."""
+    from nodewatch.flows.cli import UserError, get_store
+    from nodewatch.tasks.checkpoint.predictor import predictor_frame, predictor_summary
+    from nodewatch.tasks.checkpoint.tables import load_table
+
+    try:
+        df = predictor_frame(load_table(get_store(), run_id), spec)
+    except (ValueError, ArithmeticError) as e:
+        raise UserError(str(e)) from None
+    return {"label": spec.label, "summary": predictor_summary(df), "rows": df.to_dict(orient="records")}
 
 
 def _skip_reason(key: str) -> str:

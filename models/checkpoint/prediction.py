@@ -257,17 +257,31 @@ class PredictorVerdict:
 def predictor_pays(
     runtime_h: float, ckpt_cost_h: float, mtbf_h: float, daly_tau_h: float, pred: Predictor, shape: float = 1.0
 ) -> PredictorVerdict:
-    """Compare eq. 3.8 at Daly's interval with :func:`expected_cost_with_predictor` at Aupy's refined period.
+    """Compare eq. 3.8 at Daly's interval with :func:`expected_cost_with_predictor` at the best of Aupy's periods.
 
-    ``saving`` is the relative cost reduction (negative when the predictor costs more); ``reason``
-    says why a predictor does not pay (low precision: false warnings cost more than the work saved).
+    The with-predictor interval is the cheapest (by the exact cost) of Aupy's ``sqrt(2 M C / (1 - r))``,
+    the refined period (when ``2 M C > r C_p^2 / p^2``) and Daly's interval itself (with the ``C_p / p``
+    trust rule a low-precision predictor ignores almost every warning, and Daly's interval is best).
+
+    ``saving`` is the relative cost reduction over Daly (negative when the predictor costs more); the
+    predictor *pays* when its cost is below both Daly's and eq. 3.8 without predictor at the same interval
+    (a saving that only comes from a better interval is not the predictor's); ``reason`` says why it
+    does not pay (low precision: false warnings cost more than the work saved).
     """
     daly = float(expected_cost(runtime_h, daly_tau_h, ckpt_cost_h, mtbf_h, shape))
-    period = float(aupy_period(mtbf_h, ckpt_cost_h, pred, refined=True))
-    tau = max(period - ckpt_cost_h, 1.0 / 3600.0)
-    cost = float(expected_cost_with_predictor(runtime_h, tau, ckpt_cost_h, mtbf_h, pred, shape))
+    # candidates: Aupy's trust-all period, the refined one (when its bracket is positive), Daly's interval
+    cands = [float(aupy_period(mtbf_h, ckpt_cost_h, pred)) - ckpt_cost_h, float(daly_tau_h)]
+    if 2.0 * mtbf_h * ckpt_cost_h > pred.recall * (pred.proactive_cost_h / pred.precision) ** 2:
+        cands.append(float(aupy_period(mtbf_h, ckpt_cost_h, pred, refined=True)) - ckpt_cost_h)
+    cands = [max(c, 1.0 / 3600.0) for c in cands if c < runtime_h - ckpt_cost_h] or [float(daly_tau_h)]
+    costs = np.asarray(expected_cost_with_predictor(runtime_h, np.asarray(cands), ckpt_cost_h, mtbf_h, pred, shape), float)
+    k = int(np.argmin(costs))
+    tau, cost = cands[k], float(costs[k])
     saving = (daly - cost) / daly if daly > 0 else 0.0
-    if saving > 0:
+    # credit the predictor only with what it saves over no predictor at the same interval
+    plain = float(expected_cost(runtime_h, tau, ckpt_cost_h, mtbf_h, shape))
+    gain = (min(daly, plain) - cost) / daly if daly > 0 else 0.0
+    if gain > 1e-9:
         reason = "pays"
     elif pred.recall == 0:
         reason = "recall 0: no failure is warned of"
@@ -275,4 +289,4 @@ def predictor_pays(
         reason = f"precision {pred.precision:.3g}: false warnings outnumber true ones"
     else:
         reason = "proactive checkpoints cost more than the work they save"
-    return PredictorVerdict(daly, cost, tau, saving, saving > 0, reason)
+    return PredictorVerdict(daly, cost, tau, saving, gain > 1e-9, reason)
