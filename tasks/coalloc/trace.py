@@ -4,6 +4,7 @@ Every job that cannot be replayed is *quarantined* with a reason and counted, an
 
 * ``parse: ...`` -- a line the SWF parser rejects (its own reasons), or a CSV field that is not a number;
 * ``negative run time`` -- the trace says the job ran for less than 0 s;
+* ``no run time`` -- the job started but the trace does not say for how long (e.g. still running);
 * ``no processor count`` -- the trace does not say how many processors/nodes the job had;
 * ``larger than the machine`` -- more nodes than the replayed machine has (``--nodes``);
 * ``unknown application class`` -- a job-list CSV names a class other than gtc/amg/milc/ghost/snap;
@@ -58,7 +59,8 @@ def _finish(df: pd.DataFrame, bad: pd.DataFrame, n_nodes: int, cores_per_node: i
             source: str, app_given: bool) -> LoadedJobs:
     """Common checks of SWF/staged/CSV jobs: ``df`` has submit_s, runtime_s, est_s, nodes, ranks, job_id, offset[, app]."""
     reasons = pd.Series(pd.NA, index=df.index, dtype="string")
-    reasons[df["runtime_s"] < 0] = "negative run time"
+    reasons[df["runtime_s"].isna()] = "no run time (started, but the trace does not say for how long)"
+    reasons[reasons.isna() & (df["runtime_s"] < 0)] = "negative run time"
     reasons[reasons.isna() & (df["nodes"].isna() | (df["nodes"] < 1))] = "no processor count"
     reasons[reasons.isna() & (df["nodes"] > n_nodes)] = f"larger than the machine (> {n_nodes} nodes)"
     if app_given:
@@ -89,7 +91,7 @@ def _from_jobs_table(t: pd.DataFrame, rejects: pd.DataFrame, n_nodes: int, cores
     submit = pd.to_datetime(t["submit_time"], utc=True)
     df = pd.DataFrame({
         "submit_s": (submit - submit.min()).dt.total_seconds() if len(t) else pd.Series(dtype=float),
-        "runtime_s": t["elapsed_s"].astype("Float64").astype(float).fillna(-1.0) if len(t) else pd.Series(dtype=float),
+        "runtime_s": t["elapsed_s"].astype("Float64").astype(float) if len(t) else pd.Series(dtype=float),
         "est_s": t["timelimit_s"].astype("Float64").astype(float) if "timelimit_s" in t.columns else np.nan,
         "nodes": t["nodes"].astype("Float64").astype(float),
         "ranks": t["cores"].astype("Float64").astype(float).fillna(t["nodes"].astype("Float64").astype(float))

@@ -151,3 +151,20 @@ def test_csv_compressed_and_too_large(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(tr, "MAX_CSV_BYTES", 40)
     with pytest.raises(InputError, match="larger than"):
         load_trace(p, 8, 32)
+
+
+def test_staged_rows_without_run_time_are_quarantined() -> None:
+    import pandas as pd
+
+    from nodewatch.tasks.coalloc.trace import _from_jobs_table
+
+    t0 = pd.Timestamp("2024-01-01", tz="UTC")
+    t = pd.DataFrame({
+        "job_id": ["1", "2", "3"], "submit_time": [t0, t0, t0], "start_time": [t0, t0, pd.NaT],
+        "elapsed_s": pd.array([10, None, None], dtype="Int64"), "timelimit_s": pd.array([20, 20, 20], dtype="Int64"),
+        "nodes": pd.array([1, 1, 1], dtype="Int32"), "cores": pd.array([8, 8, 8], dtype="Int32"),
+        "source_offset": [1, 2, 3],
+    })
+    got = _from_jobs_table(t, pd.DataFrame({"source_offset": [], "reason": []}), 4, 8, "x")
+    assert got.counts == {"rows_in": 3, "replayed": 1, "quarantined": 1, "never_started": 1,
+                          "quarantined: no run time (started, but the trace does not say for how long)": 1}
