@@ -35,7 +35,11 @@ class TextfileDirError(ValueError):
 
 
 def node_scores(store: Store, day: date) -> dict[str, float]:
-    """Peak RUAD anomaly probability per scored node of ``day`` (empty when the day was not scored)."""
+    """Peak RUAD anomaly probability per scored node of ``day`` (empty when the day was not scored).
+
+    The scoring module (it imports torch) is imported only when the day has daily score files."""
+    if not store.exists("scores", "daily", f"date={day.isoformat()}"):
+        return {}
     from nodewatch.tasks.anomaly.score import read_summary
 
     try:
