@@ -74,10 +74,17 @@ def identity(labels: dict[str, str]) -> str:
 
 def evidence_lines(row: dict[str, Any]) -> list[str]:
     """The lines behind a verdict: the fused ``evidence`` lines when present, then the verdict's own numbers."""
-    lines = [strip_control(x) for x in (row.get("evidence") or []) if str(x).strip()]
-    lines.append(f"score {_num(row.get('score'))} vs calibrated threshold {_num(row.get('threshold'))} "
-                 f"(robust z), {row.get('windows') or 0} flagged window(s) "
-                 f"{(_iso(row.get('first_time')) or '?')[11:16]}-{(_iso(row.get('last_time')) or '?')[11:16]} UTC")
+    from nodewatch.tasks.alerts.source import score_of
+
+    fused = [strip_control(x) for x in (row.get("evidence") or []) if str(x).strip()]
+    lines = list(fused)
+    score = score_of(row)
+    if score is not None:
+        when = ""
+        if _iso(row.get("first_time")):
+            when = (f", {row.get('windows') or 0} flagged window(s) {(_iso(row.get('first_time')) or '?')[11:16]}-"
+                    f"{(_iso(row.get('last_time')) or _iso(row.get('first_time')) or '?')[11:16]} UTC")
+        lines.append(f"score {score:.1f} vs calibrated threshold {_num(row.get('threshold'))} (robust z){when}")
     tops = list(row.get("top_metrics") or [])
     if tops:
         lines.append("top metrics: " + ", ".join(strip_control(t) for t in tops))
@@ -93,14 +100,17 @@ def evidence_lines(row: dict[str, Any]) -> list[str]:
     if row.get("kind") != "node" and members:
         more = f" (+{len(members) - 20} more)" if len(members) > 20 else ""
         lines.append(f"{len(members)} member node(s): " + ", ".join(strip_control(m) for m in members[:20]) + more)
-    for k in ("syslog", "fault", "prediction"):
-        if row.get(k):
-            lines.append(f"{k}: {strip_control(row[k])}")
+    if not fused:  # a fused table's evidence lines already name these
+        for k in ("syslog", "fault", "prediction"):
+            if row.get(k):
+                lines.append(f"{k}: {strip_control(row[k])}")
     return lines
 
 
 def to_alert(row: dict[str, Any], day: date, run_id: str, report: str, cfg: AlertSettings) -> dict[str, Any]:
     """One verdict row as an Alertmanager v2 alert (``endsAt`` filled in by :func:`plan`)."""
+    from nodewatch.tasks.alerts.source import score_of
+
     kind = _label(row.get("kind") or "node").lower()
     subject = _label(row.get("subject"))
     if not subject:
@@ -123,7 +133,7 @@ def to_alert(row: dict[str, Any], day: date, run_id: str, report: str, cfg: Aler
     labels.update({k: _label(v) for k, v in cfg.extra_labels.items()})
     what = f"{subject}" if kind == "node" else f"{kind} {subject} ({len(row.get('members') or [])} nodes)"
     tops = ", ".join(strip_control(t) for t in list(row.get("top_metrics") or [])[:3]) or "-"
-    summary = f"{what}: {sev} {kind} anomaly on {day.isoformat()} (score {_num(row.get('score'))}, top metrics {tops})"
+    summary = f"{what}: {sev} {kind} anomaly on {day.isoformat()} (score {_num(score_of(row))}, top metrics {tops})"
     ann = {"summary": _label(summary), "evidence": "\n".join(evidence_lines(row))[:MAX_ANNOTATION],
            "report": report, "day": day.isoformat(), "confirmed_by": _label(run_id)}
     starts = _iso(row.get("first_time")) or _iso(pd.Timestamp(day.isoformat(), tz="UTC"))

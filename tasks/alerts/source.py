@@ -102,6 +102,15 @@ def report_link(store: Store, day: date, base_url: str | None) -> str:
     return url if "://" in url else f"file://{url}"
 
 
+def score_of(row: dict[str, Any]) -> float | None:
+    """The verdict's alert score: ``score`` (verdicts table) or ``telemetry_score`` (fused table), ``None`` if neither."""
+    for k in ("score", "telemetry_score"):
+        v = row.get(k)
+        if isinstance(v, int | float) and math.isfinite(v):
+            return float(v)
+    return None
+
+
 def confidence(row: dict[str, Any]) -> float:
     """Confidence of a verdict in [0, 1]: the fused ``confidence`` if given, else ``1 - threshold / score``.
 
@@ -111,7 +120,7 @@ def confidence(row: dict[str, Any]) -> float:
     c = row.get("confidence")
     if isinstance(c, int | float) and math.isfinite(c):
         return float(min(max(c, 0.0), 1.0))
-    s, t = row.get("score"), row.get("threshold")
+    s, t = score_of(row), row.get("threshold")
     if not isinstance(s, int | float) or not isinstance(t, int | float) or not math.isfinite(s) or not math.isfinite(t) or s <= 0:
         return {"high": 0.75, "medium": 0.5, "low": 0.0}.get(str(row.get("severity")), 0.0)
     return float(min(max(1.0 - t / s, 0.0), 1.0))

@@ -84,3 +84,21 @@ def test_invalid_settings_are_one_line_errors(bad):
     with pytest.raises(SettingsError) as e:
         alert_settings(Settings(alerts=bad))
     assert "\n" not in str(e.value) and str(e.value).startswith("invalid settings: alerts.")
+
+
+def test_fused_table_rows():
+    """A row of issue 15's fused table (telemetry_score, evidence lines, fault; no window times)."""
+    row = {"day": "2026-01-22", "kind": "node", "subject": "cn0007", "severity": "high", "signals": ["telemetry", "syslog"],
+           "n_signals": 2, "evidence": ["telemetry: score 30.0 / 6.0 (cpu_temp)", "syslog: vicinity score 0.91"],
+           "telemetry_score": 30.0, "threshold": 6.0, "top_metrics": ["cpu_temp"], "suspected_group": "", "syslog_score": 0.91,
+           "lead_min": None, "fault": "thermal", "fault_confidence": 0.8, "members": ["cn0007"], "rack": "r00",
+           "architecture": "icelake"}
+    a = to_alert(row, DAY, "R", "r", AlertSettings())
+    ev = a["annotations"]["evidence"].splitlines()
+    assert ev[:2] == row["evidence"] and ev[2] == "score 30.0 vs calibrated threshold 6.0 (robust z)"
+    assert not any(x.startswith("fault:") for x in ev)  # named by the fused lines already
+    assert a["startsAt"] == "2026-01-22T00:00:00.000Z" and "score 30.0" in a["annotations"]["summary"]
+    assert confidence(row) == pytest.approx(0.8)
+    syslog_only = dict(row, telemetry_score=float("nan"), threshold=float("nan"), evidence=["syslog: vicinity score 0.91"])
+    ev2 = to_alert(syslog_only, DAY, "R", "r", AlertSettings())["annotations"]["evidence"]
+    assert ev2 == "syslog: vicinity score 0.91\ntop metrics: cpu_temp"
