@@ -78,6 +78,9 @@ def pairs(
     png: Annotated[
         Path | None, typer.Option(help="Write the heat map here (default: tables/coalloc/pairs/pairs.png in the store).")
     ] = None,
+    values: Annotated[
+        str, typer.Option(help="Table shows 'saving' (per pair, Table 2.2) or 'slowdown' (per ordered pair, Table 2.1).")
+    ] = "saving",
     as_json: JsonOpt = False,
 ) -> None:
     """Table 2.2 per pair and rank count: core hours, slowdowns, saving, twin rules; heat-map PNG."""
@@ -91,6 +94,8 @@ def pairs(
     from nodewatch.tasks.coalloc.plots import pairs_heatmap
 
     ms = _min_saving(min_saving, _section().min_saving)
+    if values not in ("saving", "slowdown"):
+        raise UserError(f"--values {values!r}: use 'saving' or 'slowdown'")
     extra = list(ranks or [])
     for n in extra:
         if not 1 <= n <= 10**7:
@@ -115,16 +120,33 @@ def pairs(
         _print_json({"pairs": df.to_dict(orient="records"), "forbidden_measured": sorted(forbidden),
                      "min_saving": ms, "fit": fit, "png": where})
         return
-    tab = Table(title=f"Frank Table 2.2: core-hour saving of COA vs STD in % by ranks; measured rule forbids < {100 * ms:.0f} %")
-    tab.add_column("pair")
-    for n in [*RANKS, *extra]:
-        tab.add_column(f"{n}{'' if n in RANKS else ' (fit)'}", justify="right")
-    tab.add_column("no twins")
-    tab.add_column("measured rule")
-    for p, q in PAIRS:
-        sub = df[(df["app"] == p) & (df["partner"] == q)]
-        vals = [f"{100 * s:.1f}" for s in sub["saving"]]
-        tab.add_row(f"{p}+{q}", *vals, "yes" if p != q else "no", "no" if (p, q) in forbidden else "yes")
+    if values == "slowdown":
+        import numpy as np
+
+        from nodewatch.models.coalloc.frank_tables import APPS
+        from nodewatch.models.coalloc.interference import InterferenceModel, measured_slowdown
+
+        model = InterferenceModel().fit()
+        meas = measured_slowdown()
+        tab = Table(title="Frank Table 2.1: slowdown of the application next to the partner (COA / STD runtime)")
+        for c in ("application", "partner", *[str(n) for n in RANKS], *[f"{n} (fit)" for n in extra]):
+            tab.add_column(c, justify="left" if c in ("application", "partner") else "right")
+        for i, p in enumerate(APPS):
+            for j, q in enumerate(APPS):
+                fitted = [f"{float(model.slowdown(i, j, n)):.2f}" for n in extra]
+                tab.add_row(p, q, *[f"{v:.2f}" for v in np.asarray(meas[i, j])], *fitted)
+    else:
+        tab = Table(title="Frank Table 2.2: core-hour saving of COA vs STD in % by ranks; "
+                          f"measured rule forbids < {100 * ms:.0f} %")
+        tab.add_column("pair")
+        for n in [*RANKS, *extra]:
+            tab.add_column(f"{n}{'' if n in RANKS else ' (fit)'}", justify="right")
+        tab.add_column("no twins")
+        tab.add_column("measured rule")
+        for p, q in PAIRS:
+            sub = df[(df["app"] == p) & (df["partner"] == q)]
+            vals = [f"{100 * s:.1f}" for s in sub["saving"]]
+            tab.add_row(f"{p}+{q}", *vals, "yes" if p != q else "no", "no" if (p, q) in forbidden else "yes")
     out = _out()
     out.print(tab)
     out.print(f"fit: {safe(fit['form'])}; slowdown error in-sample mean {100 * fit['slowdown_in_sample_mean']:.1f} %, "

@@ -42,6 +42,13 @@ def test_pairs_json_and_png(tmp_path: Path) -> None:
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_pairs_slowdown_view(tmp_path: Path) -> None:
+    r = _run(tmp_path / "s", "pairs", "--values", "slowdown", "--ranks", "3000")
+    assert r.exit_code == 0, r.output
+    row = next(line for line in r.output.splitlines() if "gtc" in line and "amg" in line.split("│")[2])
+    assert "1.54" in row  # 341.8 / 222.3 at 512 ranks
+
+
 def test_pairs_table_default_png_in_store(tmp_path: Path) -> None:
     r = _run(tmp_path / "s", "pairs", "--min-saving", "0.2")
     assert r.exit_code == 0, r.output
@@ -141,6 +148,7 @@ def test_replay_swf_random_class_rule_gives_ci_over_seeds(tmp_path: Path) -> Non
         ["replay", "--class-rule", "random"],  # synthetic queue: not applicable
         ["replay", "--trace", "j.csv", "--nodes", "4", "--class-rule", "random"],
         ["pairs", "--ranks", "0"],
+        ["pairs", "--values", "speedup"],
         ["pairs", "--min-saving", "-2"],
         ["pairs", "--png", "/nonexistent/dir/p.png"],
     ],
