@@ -71,7 +71,7 @@ NODE_STATES = TableSchema(
     extra_expectations=(Expectation("ExpectColumnPairValuesAToBeGreaterThanB", {"column_A": "end", "column_B": "start"}),),
 )
 
-FAILURE_CAUSES: tuple[str, ...] = ("loss+boot", "loss+silent")
+FAILURE_CAUSES: tuple[str, ...] = ("loss+boot", "loss+silent", "syslog+boot", "syslog+silent")
 
 SHADOW_OVERLAYS: tuple[str, ...] = ("ADMIN_RESV", "UNSCHEDULED_RESV")
 """Values of ``failure_events.shadowed_by`` besides null: the overlay an episode begins inside (paper Sec. II-B/II-C)."""
@@ -104,7 +104,10 @@ FAILURE_EVENTS = TableSchema(
             pa.string(),
             nullable=False,
             allowed=FAILURE_CAUSES,
-            description="loss+boot: loss followed by reboot; loss+silent: never responded, node silent",
+            description=(
+                "loss+boot: loss followed by reboot; loss+silent: never responded, node silent; syslog+boot / "
+                "syslog+silent: a syslog outage (Ghiasvand & Ciorba rule) the controller never reported"
+            ),
         ),
         Column(
             "evidence",

@@ -87,6 +87,23 @@ def read_node_set(store, tables: dict[str, pa.Table | None]) -> tuple[list[str],
     return valid, {}, counts
 
 
+def _with_syslog_outages(store, fe: pa.Table, syslog: pa.Table | None, resv: pa.Table | None,  # noqa: ANN001
+                         job_days: list[str], node_set: list[str], racks: dict[str, str], t0: int, t1: int,
+                         counts: dict) -> pa.Table:
+    """``fe`` reconciled with the syslog outage rule (:mod:`nodewatch.tasks.states.reconcile`): one events table."""
+    if syslog is None or syslog.num_rows == 0:
+        return fe
+    from nodewatch.tasks.states.reconcile import reconcile
+    from nodewatch.tasks.syslog.outages import syslog_outages
+
+    jobs = store.read_staged("jobs", job_days, columns=["state", "end_time", "node_list"])
+    end_ns = int(pc.max(syslog["time"]).cast(pa.int64()).as_py())
+    out = syslog_outages(syslog, end_ns, jobs=jobs, reservations=resv, nodes=set(node_set))
+    fe, c = reconcile(fe, out, t0, t1, racks)
+    counts.update({k: v for k, v in c.items() if v})
+    return fe
+
+
 def build_states(
     store,  # noqa: ANN001
     start: date,
@@ -133,6 +150,7 @@ def build_states(
     commit = StagedCommit(store, run_id, "states", fault="states")
     rows_states = write_staged_by_day(commit, "node_states", table, days)
     fe = failure_events_table(b, racks)
+    fe = _with_syslog_outages(store, fe, syslog, resv, job_days, node_set, racks, t0, t1, b.counts)
     rows_fail, rows_updated = write_failure_events(commit, fe, days, t0)
     if rows_updated:
         b.counts["failure_events_updated_before_window"] = rows_updated

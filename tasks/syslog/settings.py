@@ -22,14 +22,18 @@ class SyslogSettings(BaseModel):
     """Messages are mined on this many leading characters (longer ones count as truncated)."""
     window_min: int = Field(30, ge=1, le=1440)
     """SG window (the paper's 30 minutes)."""
-    vicinity: str = Field("rack", pattern="^(rack|arch|rack_arch|job|global)$")
+    vicinity: str = Field("rack_arch", pattern="^(rack|arch|rack_arch|global)$")
     """Peer group of the detector (the paper's best: physical location within one architecture)."""
-    density_factor: float = Field(1.0, gt=0.0)
-    """Multiplier of the relative-density threshold (docs/syslog.md)."""
-    min_sg: float = Field(20.0, ge=0.0)
+    density_factor: float = Field(3.0, gt=0.0)
+    """Multiplier of the relative-density threshold (docs/syslog.md; chosen on simulator seed 2)."""
+    min_sg: float = Field(15.0, ge=0.0)
     """A node must log at least this many lines in the window to be abnormal by a high SG."""
+    filtered: bool = True
+    """Score the filtered SG (the paper's best variant) in the nightly step."""
     filter_share: float = Field(0.05, gt=0.0, le=1.0)
     """Filtering: templates above this share of all lines of the night are 'frequent'."""
+    filter_node_share: float = Field(0.5, gt=0.0, le=1.0)
+    """Filtering: templates logged by at least this share of the night's nodes are 'common'."""
     filter_periodic_cv: float = Field(0.5, ge=0.0)
     """Filtering: templates whose inter-arrival coefficient of variation is below this are 'periodic'."""
     anonymise_numbers: bool = False

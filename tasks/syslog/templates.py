@@ -160,7 +160,14 @@ class TemplateMiner:
 
     def assign(self, messages: pa.Array | list[str]) -> Assignment:
         """Template id and parameters of every message (module doc, steps 1-4)."""
-        msgs = pa.array(messages, pa.large_string()) if isinstance(messages, list) else pc.cast(messages, pa.large_string())
+        if isinstance(messages, list):
+            try:
+                msgs = pa.array(messages, pa.large_string())
+            except UnicodeEncodeError:  # lone surrogates from a caller's str: replaced (staged data is valid UTF-8)
+                msgs = pa.array([None if m is None else m.encode("utf-8", "replace").decode("utf-8") for m in messages],
+                                pa.large_string())
+        else:
+            msgs = pc.cast(messages, pa.large_string())
         msgs = pc.fill_null(msgs, "")
         counts = MineCounts(rows=len(msgs))
         if len(msgs) == 0:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
-from syslog_helpers import stage_syslog
+from syslog_cap_helpers import stage_syslog
 
 from nodewatch.models.syslog.metrics import grouping_scores, parsing_accuracy
 from nodewatch.tasks.core.store import Store
