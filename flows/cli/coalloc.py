@@ -211,6 +211,7 @@ def replay(
         raise UserError(f"--cores-per-node must be in 1..4096, got {cores}")
     pols = [p.strip() for item in (policy or ["exclusive", "naive", "no_twins"]) for p in item.split(",") if p.strip()]
     algs = [a.strip() for item in (algorithm or ["backfill", "firstfit"]) for a in item.split(",") if a.strip()]
+    pols, algs = list(dict.fromkeys(pols)), list(dict.fromkeys(algs))  # a repeated name runs once
     try:
         check_choices(algs, pols)
     except ValueError as e:

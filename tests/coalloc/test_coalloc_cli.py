@@ -58,7 +58,7 @@ def test_pairs_table_default_png_in_store(tmp_path: Path) -> None:
 
 def test_replay_synthetic_writes_committed_tables_manifest_png(tmp_path: Path) -> None:
     store = tmp_path / "s"
-    r = _run(store, "replay", "--n-jobs", "300", "--seeds", "3", "--nodes", "128", "--policy", "exclusive,no_twins",
+    r = _run(store, "replay", "--n-jobs", "300", "--seeds", "3", "--nodes", "128", "--policy", "exclusive,no_twins,exclusive",
              "--algorithm", "backfill", "--horizon", "0", "--json")
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
