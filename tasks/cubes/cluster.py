@@ -19,6 +19,7 @@ nothing of the environment is written into the job script.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from collections.abc import Iterator
@@ -29,10 +30,21 @@ ENV = "NODEWATCH_DASK"
 """Environment variable choosing the Dask cluster when no address is given (``local``, ``slurm`` or an address)."""
 
 
+_ADDRESS = re.compile(r"^(?:(tcp|tls|ucx|inproc|ws|wss)://)?[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
+
+
 def resolve(address: str | None) -> str:
-    """``"local"``, ``"slurm"`` or a scheduler address, from ``address`` or else ``$NODEWATCH_DASK``."""
+    """``"local"``, ``"slurm"`` or a scheduler address, from ``address`` or else ``$NODEWATCH_DASK``.
+
+    Anything else (a typo, a path, text with spaces) is a ``ValueError`` with a one-line message.
+    """
     choice = (address or os.environ.get(ENV) or "local").strip()
-    return choice.lower() if choice.lower() in ("local", "slurm") else choice
+    if choice.lower() in ("local", "slurm"):
+        return choice.lower()
+    if not _ADDRESS.match(choice):
+        raise ValueError(f"Dask cluster {choice[:80]!r} ({ENV} / dask_address): expected local, slurm or a scheduler "
+                         "address like tcp://host:8786")
+    return choice
 
 
 def _dashboard(address: str | None) -> str | None:
