@@ -189,21 +189,28 @@ def evaluate(flags: np.ndarray, node_flags: set[str], nodes: list[str], times: n
     def ratio(a: int, b: int) -> float:
         return a / b if b else float("nan")
 
-    return {"flagged": len(flagged), "positive": len(pos_nodes), "tp": len(tp),
+    return {"flagged": len(flagged), "positive": len(pos_nodes), "tp": len(tp), "negative": int(scored.sum()) - len(pos_nodes),
+            "false": len(flagged - pos_nodes), "false_node_alerts": len(flagged - pos_nodes),
             "node_p": ratio(len(tp), len(flagged)), "node_r": ratio(len(tp), len(pos_nodes)),
             "win_p": ratio(int((fl & pos_w).sum()), int(fl.sum())), "win_r": ratio(int((fl & pos_w).sum()), int(pos_w.sum())),
             "kinds": kinds}
 
 
-def run_cluster(seed: int, size: int, history: int, nights: int, epochs: int, with_ruad: bool) -> list[dict[str, object]]:
+CLEAN = {"anomaly_share": 0.0, "misconfig_rack": -1, "node_mtbf_days": 1e6}
+"""``--clean``: no anomalies, no misconfigured rack, (almost) no failures: every flag is a false alert."""
+
+
+def run_cluster(seed: int, size: int, history: int, nights: int, epochs: int, with_ruad: bool,
+                clean: bool = False) -> list[dict[str, object]]:
     """Simulate one cluster, judge its nights with the three methods, return one row per (night, method)."""
+    from nodewatch.models.anomaly.verdicts import VerdictConfig
     from nodewatch.models.anomaly.vicinity import own_history_baseline
     from nodewatch.tasks.anomaly.verdicts import judge_day
     from nodewatch.tasks.simulate.cluster import simulate
     from nodewatch.tasks.simulate.config import SimConfig
     from nodewatch.tasks.simulate.metrics import COUNTERS, METRIC_NAMES
 
-    cfg = SimConfig(**{**DEMO_DEFAULTS, "n_nodes": size, "seed": seed, "start": date(2026, 1, 1)})
+    cfg = SimConfig(**{**DEMO_DEFAULTS, "n_nodes": size, "seed": seed, "start": date(2026, 1, 1), **(CLEAN if clean else {})})
     cfg = replace(cfg, ldms_racks=())  # values identical; every node in the parquet format (no LDMS CSV reader here)
     rows: list[dict[str, object]] = []
     with tempfile.TemporaryDirectory(prefix="nodewatch-alertq-") as tmp:
@@ -258,6 +265,14 @@ def run_cluster(seed: int, size: int, history: int, nights: int, epochs: int, wi
             node_alerts_in_mis = sum(1 for r in res["rows"] if r["kind"] == "node" and r["subject"] in mis_nodes)
             for name, (fl, nf, secs) in methods.items():
                 ev = evaluate(fl, nf, nodes, nt, scored, truth)
+                if name == "verdicts":  # false alerts of node verdicts alone (group members counted apart)
+                    own = {r["subject"] for r in res["rows"] if r["kind"] == "node"}
+                    ev["false_node_alerts"] = len(own - set(truth["node"]))
+                    ev["false_group_alerts"] = sum(1 for r in res["rows"] if r["kind"] != "node"
+                                                   and not set(r["members"]) & set(truth["node"]))
+                    ev["groups_judged"] = len(res["evidence"].groups)
+                    ev["thr_median"] = float(np.median(res["calibration"].node))
+                    ev["floor_set"] = int((res["calibration"].node <= VerdictConfig().node_floor).sum())
                 rows.append({"size": size, "seed": seed, "night": days[nd].date().isoformat(), "night_no": k + 1,
                              "method": name if name != "baseline" else f"baseline k={bk:g} m={bm}", "seconds": secs, **ev,
                              "misconfig_starts": nd == cfg.misconfig_start_day,
@@ -266,6 +281,55 @@ def run_cluster(seed: int, size: int, history: int, nights: int, epochs: int, wi
                              "mis_rack_node_alerts": node_alerts_in_mis if name == "verdicts" else None,
                              "node_alerts": sum(1 for r in res["rows"] if r["kind"] == "node") if name == "verdicts" else None})
     return rows
+
+
+def poisson_ci(k: int, n: float, level: float = 0.95) -> tuple[float, float]:
+    """Exact (Garwood) confidence interval of a Poisson rate ``k / n``, per 1,000."""
+    from scipy.stats import chi2
+
+    a = 1 - level
+    lo = chi2.ppf(a / 2, 2 * k) / 2 if k else 0.0
+    hi = chi2.ppf(1 - a / 2, 2 * k + 2) / 2
+    return 1000 * lo / n, 1000 * hi / n
+
+
+def false_alert_rate(v: pd.DataFrame) -> None:
+    """False node alerts (own node verdicts of nodes without any truth interval that night) per 1,000
+    negative node-days against the budget, with the exact Poisson 95% CI; group alerts naming no positive node."""
+    from nodewatch.models.anomaly.verdicts import VerdictConfig
+
+    cfg = VerdictConfig()
+    print(f"\nFalse alerts against the budget ({cfg.budget_per_1000:g} per 1,000 node-days, "
+          f"{cfg.group_budget_per_1000:g} per 1,000 group-days):")
+    for size, g in v.groupby("size"):
+        k, n = int(g["false_node_alerts"].sum()), int(g["negative"].sum())
+        lo, hi = poisson_ci(k, n)
+        kg, ng = int(g["false_group_alerts"].sum()), int(g["groups_judged"].sum())
+        glo, ghi = poisson_ci(kg, max(ng, 1))
+        print(f"  {size} nodes: {k} false node alerts / {n} negative node-days = {1000 * k / n:.1f} per 1,000 "
+              f"(95% CI {lo:.1f}-{hi:.1f}; budget inside: {lo <= cfg.budget_per_1000 <= hi}); "
+              f"{kg} false group alerts / {ng} group-days = {1000 * kg / max(ng, 1):.1f} per 1,000 (CI {glo:.1f}-{ghi:.1f}); "
+              f"node thresholds median {g['thr_median'].median():.2f}, set by the floor: {int(g['floor_set'].sum())}")
+
+
+def ratio(df: pd.DataFrame) -> None:
+    """``ratio=``: mean node F1 of the verdicts over the mean node F1 of the plain RUAD threshold (today's nightly
+    scoring) on the same nights (over the robust-z baseline with ``--no-ruad``)."""
+    def f1(r: pd.Series) -> float:
+        p, rc = r["node_p"], r["node_r"]
+        return 0.0 if not (p > 0 and rc > 0) else 2 * p * rc / (p + rc)
+
+    v = df[df["method"] == "verdicts"]
+    base = df[df["method"] == "ruad"]
+    name = "ruad"
+    if not len(base):
+        base, name = df[df["method"].str.startswith("baseline")], "robust-z baseline"
+    if not len(v) or not len(base) or v["positive"].sum() == 0:
+        print("ratio=n/a (no positive node on these nights)")
+        return
+    fv, fb = float(v.apply(f1, axis=1).mean()), float(base.apply(f1, axis=1).mean())
+    print(f"\nmean node F1: verdicts {fv:.3f}, {name} {fb:.3f}")
+    print(f"ratio={fv / fb:.2f}" if fb > 0 else "ratio=inf")
 
 
 def _f(x: object) -> str:
@@ -283,13 +347,17 @@ def main() -> None:
     ap.add_argument("--nights", type=int, default=3)
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--no-ruad", action="store_true", help="skip today's RUAD scoring (faster)")
+    ap.add_argument("--clean", action="store_true", help="clusters without anomalies: measure the false-alert rate")
+    ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON lines here")
     a = ap.parse_args()
     t_all = time.perf_counter()
     rows = []
     for size in a.sizes:
         for seed in a.seeds:
-            rows += run_cluster(seed, size, a.history, a.nights, a.epochs, not a.no_ruad)
+            rows += run_cluster(seed, size, a.history, a.nights, a.epochs, not a.no_ruad, a.clean)
     df = pd.DataFrame(rows)
+    if a.json:
+        df.to_json(a.json, orient="records", lines=True, default_handler=str)
     print("\n| size | seed | night | method | flagged | positive | node P | node R | window P | window R | rack alerts | "
           "r02 nodes also node alerts | s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -308,6 +376,11 @@ def main() -> None:
         print(f"  {size} nodes, {method}: " + ", ".join(f"{k} {h / n:.2f} ({h}/{n})" for k, (n, h) in sorted(tot.items())))
     v = df[df["method"] == "verdicts"]
     b = df[df["method"].str.startswith("baseline")]
+    false_alert_rate(v)
+    ratio(df)
+    if a.clean:
+        print(f"\ntotal {time.perf_counter() - t_all:.0f} s")
+        return
     demo = v[v["size"] == 64]
     print("\nGoals (issue 15):")
     print(f"  demo config, every night, node precision >= 0.8: {bool((demo['node_p'] >= 0.8).all())} "

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from nodewatch.models.anomaly.verdicts import alert_score, budget_thresholds, flagged_windows, persistent_score
+from nodewatch.models.anomaly.verdicts import alert_score, flagged_windows, persistent_score
 from nodewatch.models.anomaly.vicinity import (
     Reference,
     conditioned_z,
@@ -118,19 +118,6 @@ def test_persistence_k_of_n_by_hand() -> None:
     assert alert_score(one, 2, 3, 4.0).max() == pytest.approx(7.5)
     with pytest.raises(ValueError):
         persistent_score(s, 4, 3)
-
-
-def test_budget_thresholds_by_hand() -> None:
-    d = np.exp(np.array([[1.0, 2, 3], [2.0, 3, 4]]))
-    thr = budget_thresholds(d, 10.0, floor=0.0)
-    # L = log d; loc = 2, 3; |L - loc| = 1, 0, 1 per row -> pooled MAD 1 -> scale 1.4826; z(0.99) = 2.3263
-    q = 2.3263478740408408
-    assert thr == pytest.approx(np.exp(np.array([2.0, 3.0]) + q * 1.4826), rel=1e-6)
-    assert budget_thresholds(d, 10.0, floor=1e6).tolist() == [1e6, 1e6]
-    # a smaller budget (fewer false alerts per 1,000 node-days) gives higher thresholds
-    assert (budget_thresholds(d, 1.0, 0.0) > thr).all()
-    with pytest.raises(ValueError):
-        budget_thresholds(d, 0.0, 0.0)
 
 
 def test_own_history_baseline_rule() -> None:
