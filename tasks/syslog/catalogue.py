@@ -115,6 +115,8 @@ class TemplateResult:
     counts: dict[str, int]
     templated: pa.Table
     catalogue: pa.Table
+    source: pa.Table | None = None
+    """The staged syslog rows of the day, in the order of ``templated``."""
 
     def summary(self) -> dict[str, object]:
         """Manifest-friendly summary."""
@@ -169,7 +171,7 @@ def template_day(store: Store, day: date, run_id: str, cfg: SyslogSettings) -> T
     commit.commit()
     commit.drop_removed()
     store.set_current("/".join(MINER_AREA), run_id)
-    return TemplateResult(ds, rows.num_rows, len(cat), counts, templated, cat)
+    return TemplateResult(ds, rows.num_rows, len(cat), counts, templated, cat, rows)
 
 
 def read_templated(store: Store, day: date) -> pa.Table | None:

@@ -28,6 +28,8 @@ class SyslogSettings(BaseModel):
     """Multiplier of the relative-density threshold (docs/syslog.md; chosen on simulator seed 2)."""
     min_sg: float = Field(15.0, ge=0.0)
     """A node must log at least this many lines in the window to be abnormal by a high SG."""
+    export_anonymised: bool = True
+    """Nightly: write the day's anonymised log to exports/syslog/ (and the encrypted mapping)."""
     filtered: bool = True
     """Score the filtered SG (the paper's best variant) in the nightly step."""
     filter_share: float = Field(0.05, gt=0.0, le=1.0)

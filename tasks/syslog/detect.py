@@ -1,0 +1,179 @@
+"""One night of syslog analytics: templates -> filtering -> SG -> vicinity detector -> abnormal nodes, outages, export.
+
+Store outputs (docs/syslog.md), besides the templates of :mod:`nodewatch.tasks.syslog.catalogue`::
+
+    staged/syslog_filters/date=D/part-<run>.parquet   templates filtered that night: template_id, template, reason, lines
+    staged/syslog_abnormal/date=D/part-<run>.parquet  abnormal (node, window): window_end, sg, score, vicinity, variant
+    exports/syslog/date=D/syslog-<run>.log            anonymised log of the day (RSYSLOG_FileFormat, re-ingestable)
+    syslog/anon-map/<run>.bin                         its hash -> original mapping, AES-GCM with the site key
+
+``syslog_filters`` and ``syslog_abnormal`` are published by one commit (label ``syslog-detect``); a re-run of a day
+replaces both. Vicinities come from the staged topology (rack, architecture; ``rack_arch`` = the paper's best,
+physical location within one architecture); without a topology every node is in one ``global`` vicinity.
+Windows in which a node boots (its own kernel/systemd boot line) are never abnormal: that outage is known.
+"""
+
+from __future__ import annotations
+
+import gzip
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from nodewatch.models.syslog.filtering import filtered_templates
+from nodewatch.models.syslog.vicinity import sg_matrix, two_means_threshold
+from nodewatch.tasks.core.commit import StagedCommit
+from nodewatch.tasks.core.store import Store
+from nodewatch.tasks.syslog.catalogue import TemplateResult, template_day
+from nodewatch.tasks.syslog.outages import BOOT_RE, syslog_outages
+from nodewatch.tasks.syslog.settings import SyslogSettings
+
+NS = 1_000_000_000
+FILTERS = "syslog_filters"
+ABNORMAL = "syslog_abnormal"
+FILTERS_SCHEMA = pa.schema([pa.field("template_id", pa.int64(), nullable=False), pa.field("template", pa.string()),
+                            pa.field("reason", pa.string(), nullable=False), pa.field("lines", pa.int64(), nullable=False)])
+ABNORMAL_SCHEMA = pa.schema([
+    pa.field("node", pa.string(), nullable=False), pa.field("window_end", pa.timestamp("ns", tz="UTC"), nullable=False),
+    pa.field("sg", pa.int64(), nullable=False), pa.field("score", pa.float64(), nullable=False),
+    pa.field("vicinity", pa.string(), nullable=False), pa.field("variant", pa.string(), nullable=False),
+])
+
+
+@dataclass
+class DayResult:
+    """What :func:`analyse_day` produced."""
+
+    day: str
+    templates: TemplateResult
+    filtered: dict[int, str]
+    abnormal: pa.Table
+    outages: pa.Table
+    export: str | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def shared(self) -> dict[str, object]:
+        """The ``ctx.shared["syslog"]`` contract: the highest-scoring abnormal window per node, and the outages."""
+        best: dict[str, dict[str, object]] = {}
+        for r in self.abnormal.to_pylist():
+            cur = best.get(r["node"])
+            if cur is None or r["score"] > cur["score"]:
+                best[r["node"]] = {"score": float(r["score"]), "vicinity": r["vicinity"],
+                                   "window_end": r["window_end"].isoformat()}
+        outs = [{"node": r["node"], "outage": r["outage"].isoformat(), "kind": r["kind"],
+                 "boot": r["boot"].isoformat() if r["boot"] else None, "regular_failure": r["regular_failure"]}
+                for r in self.outages.to_pylist()]
+        return {"abnormal": best, "outages": outs}
+
+
+def vicinities(store: Store, nodes: list[str], kind: str) -> tuple[list[np.ndarray], list[str]]:
+    """Index groups of ``nodes`` per vicinity ``kind`` and their labels (``global`` without a topology)."""
+    topo = store.read_staged("topology", columns=["node", "rack", "architecture", "valid_from"])
+    if kind == "global" or topo is None or topo.num_rows == 0:
+        return [np.arange(len(nodes))], ["global"]
+    latest = topo.sort_by([("valid_from", "ascending")]).to_pylist()
+    info = {r["node"]: (r["rack"], r["architecture"]) for r in latest}
+    keys = []
+    for n in nodes:
+        rack, arch = info.get(n, ("?", "?"))
+        keys.append({"rack": f"rack {rack}", "arch": f"arch {arch}", "rack_arch": f"rack {rack} / {arch}"}[kind])
+    labels = sorted(set(keys))
+    arr = np.array(keys)
+    return [np.flatnonzero(arr == lab) for lab in labels], labels
+
+
+def detect(sg: np.ndarray, groups: list[np.ndarray], labels: list[str], cfg: SyslogSettings
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Abnormal flags, scores and vicinity index per (node, window)."""
+    flags = np.zeros(sg.shape, bool)
+    score = np.zeros(sg.shape)
+    vic = np.zeros(sg.shape[0], np.int64)
+    for k, g in enumerate(groups):
+        ab, sc = two_means_threshold(sg[g].T, cfg.density_factor, cfg.min_sg)
+        flags[g], score[g], vic[g] = ab.T, sc.T, k
+    return flags, score, vic
+
+
+def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, export: bool = False,
+                key: bytes | None = None) -> DayResult:
+    """Template, filter, score and find outages for the UTC day ``day`` (module doc)."""
+    tr = template_day(store, day, run_id, cfg)
+    rows = tr.templated
+    ds = day.isoformat()
+    d0 = int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp()) * NS
+    w_ns = cfg.window_min * 60 * NS
+    n_win = -(-86400 * NS // w_ns)
+    nodes_arr = rows["node"].combine_chunks().dictionary_encode()
+    nodes = nodes_arr.dictionary.to_pylist()
+    nidx = nodes_arr.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    tns = pc.cast(rows["time"], pa.int64()).to_numpy()
+    tid = rows["template_id"].to_numpy()
+    filt = filtered_templates(tid, nidx, tns, cfg.filter_share, cfg.filter_periodic_cv, node_share=cfg.filter_node_share)
+    keep = ~np.isin(tid, np.array(sorted(filt), np.int64)) if cfg.filtered else np.ones(len(tid), bool)
+    sg = sg_matrix(tns[keep], nidx[keep], len(nodes), d0, w_ns, n_win)
+    staged = tr.source
+    boot = pc.fill_null(pc.match_substring_regex(staged["message"], BOOT_RE), False)
+    b = staged.filter(boot)
+    b_idx = np.array([nodes.index(n) if n in nodes else -1 for n in b["node"].to_pylist()], np.int64)
+    booting = sg_matrix(pc.cast(b["time"], pa.int64()).to_numpy(), b_idx, len(nodes), d0, w_ns, n_win) > 0
+    groups, labels = vicinities(store, nodes, cfg.vicinity)
+    flags, score, vic = detect(sg, groups, labels, cfg)
+    flags &= ~booting
+    ni, wi = np.nonzero(flags)
+    abnormal = pa.table({
+        "node": [nodes[i] for i in ni.tolist()],
+        "window_end": pa.array(d0 + (wi + 1) * w_ns, pa.int64()).cast(pa.timestamp("ns", tz="UTC")),
+        "sg": sg[ni, wi].astype(np.int64), "score": score[ni, wi].astype(float),
+        "vicinity": [labels[vic[i]] for i in ni.tolist()],
+        "variant": ["filtered" if cfg.filtered else "raw"] * len(ni),
+    }, schema=ABNORMAL_SCHEMA)
+    tpl = dict(zip(tr.catalogue["template_id"].to_pylist(), tr.catalogue["template"].to_pylist(), strict=True))
+    vc = dict(zip(*np.unique(tid, return_counts=True), strict=True))
+    ftab = pa.table({"template_id": sorted(filt), "template": [tpl.get(i) for i in sorted(filt)],
+                     "reason": [filt[i] for i in sorted(filt)], "lines": [int(vc.get(i, 0)) for i in sorted(filt)]},
+                    schema=FILTERS_SCHEMA)
+    commit = StagedCommit(store, run_id, "syslog-detect", fault="syslog")
+    for table in (FILTERS, ABNORMAL):
+        for k in store.live_keys("staged", table):
+            if f"/date={ds}/" in k:
+                commit.remove(k)
+    commit.write_parquet(ftab, store.staged_key(FILTERS, ds, run_id))
+    commit.write_parquet(abnormal, store.staged_key(ABNORMAL, ds, run_id))
+    commit.commit()
+    commit.drop_removed()
+    jobs = store.read_staged("jobs", columns=["state", "end_time", "node_list"])
+    resv = store.read_staged("reservations")
+    outs = syslog_outages(staged, int(pc.max(staged["time"]).cast(pa.int64()).as_py()), jobs=jobs, reservations=resv)
+    res = DayResult(ds, tr, filt, abnormal, outs)
+    res.counts = {"rows": tr.rows, "templates": tr.templates, "filtered_templates": len(filt),
+                  "filtered_lines": int((~keep).sum()), "abnormal_windows": abnormal.num_rows,
+                  "abnormal_nodes": len(set(abnormal["node"].to_pylist())), "outages": outs.num_rows,
+                  **{f"templates_{k}": v for k, v in tr.counts.items() if k in ("overflow", "new_templates", "truncated")}}
+    if export:
+        res.export = export_anonymised(store, day, run_id, tr, cfg, key)
+    return res
+
+
+def export_anonymised(store: Store, day: date, run_id: str, tr: TemplateResult, cfg: SyslogSettings,
+                      key: bytes | None = None) -> str:
+    """Write the day's anonymised log (RSYSLOG_FileFormat, gzip) and the encrypted mapping; returns the log's key."""
+    from nodewatch.tasks.syslog.anonymise import Anonymiser, anon_key, anonymise_table, seal_mapping
+
+    key = key if key is not None else anon_key(store, cfg.secret_env)
+    rows = tr.source.select(["time", "node", "app", "pid", "message"])
+    rows = rows.append_column("template_id", tr.templated["template_id"].combine_chunks())
+    tpl = dict(zip(tr.catalogue["template_id"].to_pylist(), tr.catalogue["template"].to_pylist(), strict=True))
+    anon = Anonymiser(key, numbers=cfg.anonymise_numbers)
+    out = anonymise_table(rows, tpl, anon)
+    lines = []
+    for t, node, app, pid, msg in zip(out["time"].to_pylist(), out["node"].to_pylist(), out["app"].to_pylist(),
+                                      out["pid"].to_pylist(), out["message"].to_pylist(), strict=True):
+        tag = f"{app}[{pid}]: " if app and pid is not None else (f"{app}: " if app else "")
+        lines.append(f"{t.strftime('%Y-%m-%dT%H:%M:%S.%f')}Z {node} {tag}{msg}")
+    k = ("exports", "syslog", f"date={day.isoformat()}", f"syslog-{run_id}.log.gz")
+    store.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode("utf-8"), mtime=0), *k)
+    store.write_bytes(seal_mapping(key, anon.mapping), "syslog", "anon-map", f"{run_id}.bin")
+    return "/".join(k)

@@ -1,0 +1,143 @@
+"""End to end: simulated syslog ingested by the real pipeline -> `nodewatch syslog templates|detect|anonymise|reveal`
+and the nightly step; bad CLI arguments are one-line errors (exit 2)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from datetime import date
+
+import pytest
+from typer.testing import CliRunner
+
+from nodewatch.flows.cli import app
+from nodewatch.tasks.core.runs import RunRecorder
+from nodewatch.tasks.core.store import Store
+from nodewatch.tasks.ingest.pipeline import ingest_files
+from nodewatch.tasks.ingest.registry import sources
+
+DAY = "2026-01-02"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    from nodewatch.tasks.simulate.config import SimConfig
+    from nodewatch.tasks.simulate.schedule import build_schedule
+    from nodewatch.tasks.simulate.syslog import render_rack
+
+    d = tmp_path_factory.mktemp("syslog_e2e")
+    sim = SimConfig(n_nodes=48, start=date(2026, 1, 1), seed=3, syslog_precursor_lines_per_min=2.0)
+    sched = build_schedule(sim, 2)
+    files = []
+    for day in (0, 1):
+        nodes = sched.topo.nodes_of_rack(0)
+        p = d / f"r00-{day}.log"
+        p.write_text("\n".join(render_rack(sched, sched.node_events(nodes), nodes, day, "5424")) + "\n")
+        files.append(p)
+    st = Store(str(d / "store"))
+    rec = RunRecorder(st, "test", {})
+    res = ingest_files(st, sources()["syslog"], files, rec, data_docs=False)
+    rec.finish()
+    assert res.counts.staged > 10_000
+    return st
+
+
+class _R:
+    def __init__(self, r):
+        from nodewatch.flows.cli import user_errors
+
+        self.stdout = r.stdout
+        if r.exception is not None and isinstance(r.exception, user_errors()):
+            self.exit_code, self.output = 2, str(r.exception)  # what main() prints as one line, exit 2
+            assert "\n" not in self.output.strip()
+        else:
+            self.exit_code, self.output = r.exit_code, r.output
+
+
+def _cli(store, *args, env=None):
+    return _R(CliRunner().invoke(app, ["--store", store.url, "syslog", *args], env=env or {}))
+
+
+def test_user_error_through_the_console_script(store):
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "nodewatch.flows.cli", "--store", store.url, "syslog", "detect", "--day",
+                        "2026-99-99"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "invalid --day" in p.stderr and "Traceback" not in p.stderr + p.stdout
+
+
+def test_templates_detect_anonymise_reveal(store, monkeypatch):
+    monkeypatch.delenv("NODEWATCH_SYSLOG_SECRET", raising=False)
+    r = _cli(store, "templates", "--day", DAY, "--json", "--top", "5")
+    assert r.exit_code == 0, r.output
+    t = json.loads(r.stdout)
+    assert t["rows"] > 5000 and 50 < t["templates"] < 2000 and len(t["top"]) == 5 and t["overflow"] == 0
+    r = _cli(store, "detect", "--day", DAY, "--export", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["counts"]["filtered_templates"] > 0 and set(d) >= {"abnormal", "outages", "run_id"}
+    for v in d["abnormal"].values():
+        assert set(v) == {"score", "vicinity", "window_end"} and v["vicinity"] == "global"
+    assert store.read_staged("syslog_abnormal", dates=[DAY]) is not None
+    assert store.read_staged("syslog_filters", dates=[DAY]).num_rows == d["counts"]["filtered_templates"]
+    # the anonymised export: one line per staged line, no user name in clear, re-mined to the same grouping
+    r = _cli(store, "anonymise", "--day", DAY, "--json")
+    assert r.exit_code == 0, r.output
+    a = json.loads(r.stdout)
+    text = gzip.decompress(store.fs.cat_file(store.path(*a["export"].split("/")))).decode()
+    lines = text.splitlines()
+    assert len(lines) == a["lines"] == t["rows"]
+    staged = store.read_staged("syslog", dates=[DAY], columns=["message"])["message"].to_pylist()
+    users = {w for m in staged for w in m.split() if w.startswith("u0") and w[1:].isdigit()}
+    assert users and not any(u in text for u in users)
+    # the key never reaches an output; reveal works with it
+    key = (store.fs.cat_file(store.path("keys", "syslog-anon.key"))).decode()
+    assert key not in text and key not in json.dumps(store.read_json("runs", f"{a['run_id']}.json"))
+    tok = next(w for ln in lines for w in ln.split() if w.startswith("a0") and len(w) == 12)
+    r = _cli(store, "reveal", "--run", a["run_id"], tok, "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)[tok] is not None
+    # with another site secret the mapping does not open
+    r = _cli(store, "reveal", "--run", a["run_id"], tok, env={"NODEWATCH_SYSLOG_SECRET": "x" * 40})
+    assert r.exit_code == 2 and "wrong key" in r.output
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["templates", "--day", "2026-13-01"], "invalid --day"),
+    (["templates", "--day", "../../etc"], "invalid --day"),
+    (["templates", "--day", "1999-01-01"], "no staged syslog rows"),
+    (["detect", "--day", ""], "invalid --day"),
+    (["reveal", "--run", "../x", "a0"], "run id"),
+    (["reveal", "--run", "20990101T000000.000000Z-abcdef", "a0"], "no mapping"),
+    (["templates", "--day", "2026-01-02", "--top", "-1"], "Invalid value"),
+])
+def test_bad_arguments_are_one_line_errors(store, args, msg):
+    r = _cli(store, *args)
+    assert r.exit_code == 2, r.output
+    assert msg in r.output and "Traceback" not in r.output
+
+
+def test_bad_settings_section(store):
+    r = _cli(store, "templates", "--day", DAY, env={"NODEWATCH_SYSLOG": '{"sim_th": 7}'})
+    assert r.exit_code == 2 and "syslog.sim_th" in r.output
+    r = _cli(store, "templates", "--day", DAY, env={"NODEWATCH_SYSLOG": '{"nope": 1}'})
+    assert r.exit_code == 2 and "syslog.nope" in r.output
+
+
+def test_nightly_step_contract(store):
+    from nodewatch.tasks.core.nightly_steps import StepContext, discover
+    from nodewatch.tasks.core.settings import Settings
+
+    step = next(s for s in discover() if s.name == "syslog")
+    assert step.order == 10
+    settings = Settings(store=store.url)
+    assert step.enabled(settings)
+    rec = RunRecorder(store, "nightly-test", {})
+    ctx = StepContext(store=store, day=date(2026, 1, 2), settings=settings, rec=rec, run_id=rec.run_id)
+    row = step.run(ctx)
+    assert row["status"] == "ok" and "templates" in row["details"]
+    sh = ctx.shared["syslog"]
+    assert set(sh) == {"abnormal", "outages"} and isinstance(sh["outages"], list)
+    ctx2 = StepContext(store=store, day=date(2026, 2, 1), settings=settings, rec=rec, run_id=rec.run_id + "x")
+    assert step.run(ctx2)["status"] == "skipped" and ctx2.shared["syslog"] == {"abnormal": {}, "outages": []}
+    rec.finish()
