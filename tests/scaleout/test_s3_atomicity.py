@@ -105,8 +105,7 @@ def _values(store: Store) -> dict[str, np.ndarray]:
 
 
 @pytest.mark.parametrize("point,published", [
-    ("cube:after-region:1", False),  # chunks written into the session, nothing committed
-    ("cube:before-commit:1", False),  # the commit lock taken, the branch ref not moved
+    ("cube:before-commit:1", False),  # every chunk of the day written into the session, the branch ref not moved
     ("cube:after-commit:1", True),  # the ref moved: the day is published whole
 ])
 def test_cube_day_commit_killed_on_s3(local_cluster, s3_store, point, published):
