@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import threading
 from typing import Any
 
@@ -34,7 +35,11 @@ def flow_run_name() -> str:
 
 
 def claim_run_id() -> str | None:
-    """The current flow run's name when it is a nodewatch run id not yet taken by a manifest, else ``None``."""
+    """The current flow run's name when it is a nodewatch run id not yet taken by a manifest, else ``None``.
+
+    Prefect is not imported by this (a run without Prefect stays without it: CLI start-up time)."""
+    if "prefect.context" not in sys.modules:
+        return None
     try:
         from prefect.context import FlowRunContext
 
@@ -91,7 +96,9 @@ def artifact_link(store: Any, path: str) -> str:
 
 
 def log(msg: str, *args: Any) -> None:
-    """INFO line in the current Prefect run's log (shown in the UI), else nothing."""
+    """INFO line in the current Prefect run's log (shown in the UI), else nothing (Prefect is not imported by this)."""
+    if "prefect.context" not in sys.modules:
+        return
     try:
         from prefect import get_run_logger
 
