@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from nodewatch.schemas.syslog_analytics import SYSLOG_TEMPLATED, SYSLOG_TEMPLATES
 from nodewatch.tasks.core.commit import StagedCommit
 from nodewatch.tasks.core.store import Store
 from nodewatch.tasks.syslog.settings import SyslogSettings
@@ -34,26 +35,8 @@ TEMPLATED = "syslog_templated"
 CATALOGUE = "syslog_templates"
 MINER_AREA = ("syslog", "miner")
 
-TEMPLATED_SCHEMA = pa.schema([
-    pa.field("time", pa.timestamp("ns", tz="UTC"), nullable=False),
-    pa.field("node", pa.string(), nullable=False),
-    pa.field("app", pa.string()),
-    pa.field("pid", pa.int64()),
-    pa.field("source_offset", pa.int64()),
-    pa.field("template_id", pa.int64(), nullable=False),
-    pa.field("params", pa.list_(pa.string())),
-])
-"""``staged/syslog_templated``: template id -1 = overflow (per-run template cap reached)."""
-
-CATALOGUE_SCHEMA = pa.schema([
-    pa.field("template_id", pa.int64(), nullable=False),
-    pa.field("template", pa.string(), nullable=False),
-    pa.field("size", pa.int64(), nullable=False),
-    pa.field("lines_day", pa.int64(), nullable=False),
-    pa.field("first_run", pa.string(), nullable=False),
-    pa.field("new", pa.bool_(), nullable=False),
-])
-"""``staged/syslog_templates``: one version of the whole catalogue per run."""
+TEMPLATED_SCHEMA = SYSLOG_TEMPLATED.arrow_schema()
+CATALOGUE_SCHEMA = SYSLOG_TEMPLATES.arrow_schema()
 
 
 class SyslogDataError(ValueError):

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from nodewatch.models.syslog.filtering import filtered_templates
 from nodewatch.models.syslog.vicinity import sg_matrix, two_means_threshold
+from nodewatch.schemas.syslog_analytics import SYSLOG_ABNORMAL, SYSLOG_FILTERS
 from nodewatch.tasks.core.commit import StagedCommit
 from nodewatch.tasks.core.store import Store
 from nodewatch.tasks.syslog.catalogue import TemplateResult, template_day
@@ -34,13 +35,8 @@ from nodewatch.tasks.syslog.settings import SyslogSettings
 NS = 1_000_000_000
 FILTERS = "syslog_filters"
 ABNORMAL = "syslog_abnormal"
-FILTERS_SCHEMA = pa.schema([pa.field("template_id", pa.int64(), nullable=False), pa.field("template", pa.string()),
-                            pa.field("reason", pa.string(), nullable=False), pa.field("lines", pa.int64(), nullable=False)])
-ABNORMAL_SCHEMA = pa.schema([
-    pa.field("node", pa.string(), nullable=False), pa.field("window_end", pa.timestamp("ns", tz="UTC"), nullable=False),
-    pa.field("sg", pa.int64(), nullable=False), pa.field("score", pa.float64(), nullable=False),
-    pa.field("vicinity", pa.string(), nullable=False), pa.field("variant", pa.string(), nullable=False),
-])
+FILTERS_SCHEMA = SYSLOG_FILTERS.arrow_schema()
+ABNORMAL_SCHEMA = SYSLOG_ABNORMAL.arrow_schema()
 
 
 @dataclass
