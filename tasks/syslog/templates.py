@@ -3,9 +3,11 @@
 The miner is drain3's :class:`drain3.drain.Drain` (He et al., "Drain: an online log parsing approach with fixed
 depth tree", ICWS 2017). What we add around it, measured in ``benchmarks/syslog_templates.py``:
 
-1. **Masking** (vectorised, RE2 through pyarrow): every whitespace-separated token that holds a digit becomes
-   ``<*>`` (the Loghub/Drain "numeric token" rule, applied before the tree instead of inside it), so
-   ``core.2275`` and ``core.3187`` give the same *shape*.
+1. **Masking**: every whitespace-separated token that holds a digit becomes ``<*>`` (the Loghub/Drain "numeric
+   token" rule, applied before the tree instead of inside it), so ``core.2275`` and ``core.3187`` give the same
+   *shape*. Done by one compiled pass over the bytes (:mod:`nodewatch.tasks.syslog._kernel`: token bounds, digit
+   flags, a 64-bit hash of the masked token sequence); ``compiled=False`` is the pyarrow/RE2 reference path
+   (same ids and parameters on text whose tokens are separated by single spaces, tested).
 2. **Dedupe before drain3**: a day of syslog has few distinct shapes (the simulator's 1000-node day:
    ~300k lines, a few hundred shapes); each distinct shape goes through the drain3 tree once, in order of
    first appearance, and every line takes its shape's cluster. This is where the throughput comes from.
@@ -98,10 +100,13 @@ class TemplateMiner:
     """drain3 behind masking, dedupe, a per-run cap and a JSON state (module doc)."""
 
     def __init__(self, sim_th: float = 0.4, depth: int = 4, max_children: int = 100,
-                 max_new_templates: int = 2000, max_message_chars: int = 4096) -> None:
+                 max_new_templates: int = 2000, max_message_chars: int = 4096, compiled: bool = True) -> None:
         self.drain = MaskedDrain(depth=depth, sim_th=sim_th, max_children=max_children, parametrize_numeric_tokens=True)
         self.max_new_templates = max_new_templates
         self.max_message_chars = max_message_chars
+        self.compiled = compiled
+        """One compiled pass over the bytes (default); ``False``: the pyarrow/RE2 reference path (same results on
+        ASCII text; the compiled pass cuts at ``max_message_chars`` bytes, the reference at characters)."""
         self.created_this_run = 0
         self._shape_ids: dict[str, int] = {}
 
@@ -172,6 +177,10 @@ class TemplateMiner:
         counts = MineCounts(rows=len(msgs))
         if len(msgs) == 0:
             return Assignment(np.zeros(0, np.int64), pa.nulls(0, pa.list_(pa.string())), counts)
+        if isinstance(msgs, pa.ChunkedArray):
+            msgs = msgs.combine_chunks()
+        if self.compiled:
+            return self._assign_compiled(msgs, counts)
         shapes = mask(msgs, self.max_message_chars).dictionary_encode()
         if isinstance(shapes, pa.ChunkedArray):
             shapes = shapes.combine_chunks()
@@ -188,6 +197,56 @@ class TemplateMiner:
         counts.truncated = int(truncated.sum())
         params, mismatch = self._params(msgs, tid, truncated)
         counts.param_mismatch = mismatch
+        return Assignment(tid, params, counts)
+
+    def _assign_compiled(self, msgs: pa.Array, counts: MineCounts) -> Assignment:
+        """:meth:`assign` through one compiled pass over the bytes (:mod:`nodewatch.tasks.syslog._kernel`)."""
+        from nodewatch.tasks.ingest._syslog_kernel import strings
+        from nodewatch.tasks.syslog import _kernel as kern
+
+        n = len(msgs)
+        bufs = msgs.buffers()
+        offsets = np.frombuffer(bufs[1], np.int64)[msgs.offset:msgs.offset + n + 1]
+        buf = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None and bufs[2].size else np.zeros(1, np.uint8)
+        mx = self.max_message_chars
+        ntok = kern.count_tokens(buf, offsets, mx)
+        h, ts, te, td = kern.scan(buf, offsets, mx, ntok)
+        _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")  # shapes in order of first appearance, as drain3 would see them
+        tok0 = np.concatenate([[0], np.cumsum(ntok)])
+        raw = buf.tobytes()
+        shape_cid = np.empty(len(first), np.int64)
+        before = self.created_this_run
+        for u in order.tolist():
+            r = int(first[u])
+            toks = [PARAM if td[k] else raw[ts[k]:te[k]].decode("utf-8", "replace") for k in range(tok0[r], tok0[r + 1])]
+            shape_cid[u] = self._add_shape(" ".join(toks))
+        counts.shapes = len(first)
+        counts.new_templates = self.created_this_run - before
+        tid = shape_cid[inv.reshape(-1)]
+        counts.overflow = int((tid == OVERFLOW_ID).sum())
+        truncated = np.diff(offsets) > mx
+        counts.truncated = int(truncated.sum())
+        tpl = {int(c.cluster_id): c.log_template_tokens for c in self.drain.clusters}
+        ids = np.array(sorted(tpl), np.int64)
+        if len(ids) == 0:
+            return Assignment(tid, pa.nulls(n, pa.list_(pa.string())), counts)
+        tlen = np.array([len(tpl[i]) for i in ids], np.int64)
+        toff = np.concatenate([[0], np.cumsum(tlen)[:-1]])
+        flags = np.fromiter((t == PARAM for i in ids for t in tpl[i]), bool, int(tlen.sum()))
+        pos_of = np.clip(np.searchsorted(ids, tid), 0, len(ids) - 1)
+        known = (ids[pos_of] == tid) & ~truncated
+        ok = known & (ntok == tlen[pos_of])
+        counts.param_mismatch = int((known & ~ok).sum())
+        row_of_tok = np.repeat(np.arange(n), ntok)
+        pos_in_row = np.arange(len(ts), dtype=np.int64) - np.repeat(tok0[:-1], ntok)
+        okt = ok[row_of_tok]
+        take = np.zeros(len(ts), bool)
+        take[okt] = flags[toff[pos_of[row_of_tok[okt]]] + pos_in_row[okt]]
+        values = strings(buf, int(offsets[-1]), ts[take], te[take])
+        per_row = np.bincount(row_of_tok[take], minlength=n).astype(np.int32)
+        new_off = np.concatenate([[0], np.cumsum(per_row)]).astype(np.int32)
+        params = pa.ListArray.from_arrays(pa.array(new_off, pa.int32()), values, mask=pa.array(~ok))
         return Assignment(tid, params, counts)
 
     def _params(self, msgs: pa.Array, tid: np.ndarray, skip: np.ndarray) -> tuple[pa.Array, int]:
