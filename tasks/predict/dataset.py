@@ -1,0 +1,180 @@
+"""Training and evaluation sequences for the failure predictor from the simulated cluster.
+
+Frank sec. 4.2.2 mines *failure* events (hardware anomalies followed by a job failure) and *ok* events
+from 15-s sensor data. Here the simulator's failures are the failure events (``precursor_start`` tells
+which carry a precursor: the thesis's failure definition requires one, so rates are reported both over
+failures with a precursor and over all failures), and ok events are every step of randomly drawn
+node-days that are at least :data:`QUIET_BEFORE_S` before a failure of that node and not during its
+down time. For each event the six lead-time windows are cut from the node's telemetry rendered at the
+simulator's step (:mod:`nodewatch.models.predict.features`).
+
+Counters are differenced, so the rendering starts from a zero counter base (no chaining from the
+epoch is needed; increments are unaffected).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from nodewatch.models.predict.features import LEADS_MIN, WINDOW_S, node_feature_matrix, sequence_index, window_steps
+from nodewatch.tasks.simulate import telemetry
+from nodewatch.tasks.simulate.config import SimConfig
+from nodewatch.tasks.simulate.metrics import COUNTERS, METRIC_INDEX
+from nodewatch.tasks.simulate.schedule import Schedule, build_schedule
+
+PREDICTOR_METRICS = (
+    "temp_cpu0",
+    "fan0_rpm",
+    "power_node",
+    "temp_inlet",
+    "cpu0_load",
+    "cpu0_sys",
+    "cpu0_freq",
+    "edac_ce_count",
+    "ib_errors",
+    "disk_write_bytes",
+)
+"""Ten series, the analogue of Table 4.2 (CPU temperature, fan RPM, power for voltage, inlet for PSU
+temperature, 1-min load, CPU system time, frequency; plus error counters and disk writes that carry the
+simulator's precursors (EDAC, InfiniBand, I/O) where the thesis had memory, disk usage and bytes in/out)."""
+QUIET_BEFORE_S = 3600.0
+"""Ok events are at least one hour before a failure of the node (a precursor may start up to 12 h before,
+but its median lead is one hour; windows between are neither failure nor ok and are not used)."""
+
+
+@dataclass
+class Sequences:
+    """Lead-time inputs ``x`` (N, L, 70) in sequence order (7 -> 2 min), labels, and grouping for splits."""
+
+    x: np.ndarray
+    y: np.ndarray
+    group: np.ndarray
+    """Failure event id for positives, node-day id (negative numbers) for ok events: splits never cut a group."""
+    has_precursor: np.ndarray
+    node: np.ndarray
+    time_s: np.ndarray
+    """Anchor time (the failure time for positives) in seconds since the simulation epoch."""
+
+
+def _render(sched: Schedule, nodes: np.ndarray, day: int) -> tuple[np.ndarray, np.ndarray]:
+    """Values (B, M, T) of the predictor metrics and presence (B, T) for ``nodes`` on ``day``."""
+    events = sched.node_events(nodes)
+    base = np.zeros((len(nodes), len(telemetry.DRIVERS)))
+    vals, present, _, _ = telemetry.render(sched, events, nodes, day, base)
+    idx = [METRIC_INDEX[m] for m in PREDICTOR_METRICS]
+    v = vals[:, idx, :]
+    v[np.broadcast_to(~present[:, None, :], v.shape)] = np.nan
+    return v, present
+
+
+def _counter_mask() -> np.ndarray:
+    return np.array([m in COUNTERS for m in PREDICTOR_METRICS])
+
+
+def _node_features(sched: Schedule, node: int, days: list[int], w: int) -> tuple[np.ndarray, float]:
+    """Feature matrix of ``node`` over consecutive ``days`` (T_total, 70) and the time of its first sample."""
+    parts = [_render(sched, np.array([node]), d)[0][0] for d in days]
+    return node_feature_matrix(np.concatenate(parts, axis=-1), _counter_mask(), w), days[0] * 86400.0
+
+
+def failure_sequences(sched: Schedule, w: int) -> Sequences:
+    """One sequence per failure (anchor = failure time), rendered from the failing node's telemetry."""
+    cfg = sched.cfg
+    step = cfg.step_s
+    f = sched.failures
+    horizon = sched.t_stop
+    f = f[(f["t_fail"] >= 86400.0) & (f["t_fail"] < horizon)].reset_index(drop=True)
+    xs, keep = [], []
+    for i, r in f.iterrows():
+        day = int(r["t_fail"] // 86400)
+        t0 = day * 86400.0
+        days = [day - 1, day] if r["t_fail"] - t0 < (max(LEADS_MIN) * 60 + WINDOW_S + step) else [day]
+        feat, start = _node_features(sched, int(r["node"]), days, w)
+        a = int(np.floor((r["t_fail"] - start) / step))
+        idx = sequence_index(np.array([a]), step)[0, ::-1]  # sequence order: 7 -> 2 minutes
+        if idx.min() < 0 or idx.max() >= len(feat):
+            continue
+        seq = feat[idx]
+        if np.isnan(seq).all():
+            continue
+        xs.append(seq)
+        keep.append(i)
+    f = f.loc[keep]
+    x = np.stack(xs) if xs else np.zeros((0, len(LEADS_MIN), 7 * len(PREDICTOR_METRICS)))
+    return Sequences(
+        x=x,
+        y=np.ones(len(f), np.int64),
+        group=f["event_id"].to_numpy(np.int64),
+        has_precursor=f["precursor_start"].notna().to_numpy(),
+        node=f["node"].to_numpy(np.int64),
+        time_s=f["t_fail"].to_numpy(float),
+    )
+
+
+def ok_sequences(sched: Schedule, node_days: int, w: int, seed: int = 0, stride: int = 1) -> Sequences:
+    """Ok sequences at every ``stride``-th step of ``node_days`` random (node, day) pairs (days >= 1)."""
+    cfg = sched.cfg
+    step = cfg.step_s
+    n_days = int(sched.t_stop // 86400)
+    g = np.random.default_rng(seed)
+    pairs = {(int(g.integers(cfg.n_nodes)), int(g.integers(1, n_days))) for _ in range(node_days)}
+    by_day: dict[int, list[int]] = {}
+    for n, d in sorted(pairs):
+        by_day.setdefault(d, []).append(n)
+    fl = sched.failures
+    xs, groups, nodes, times = [], [], [], []
+    cm = _counter_mask()
+    for d, ns in by_day.items():
+        arr = np.array(ns)
+        prev, _ = _render(sched, arr, d - 1)
+        cur, _ = _render(sched, arr, d)
+        t_first = (d - 1) * 86400.0
+        for b, n in enumerate(arr):
+            feat = node_feature_matrix(np.concatenate([prev[b], cur[b]], axis=-1), cm, w)
+            T = cur.shape[-1]
+            anchors = np.arange(T, 2 * T, stride)  # anchors on day d (the previous day supplies the windows)
+            t_anchor = t_first + anchors * step
+            bad = np.zeros(len(anchors), bool)
+            for r in fl[fl["node"] == n].itertuples():
+                bad |= (t_anchor >= r.t_fail - QUIET_BEFORE_S) & (t_anchor < r.t_up + QUIET_BEFORE_S)
+            anchors, t_anchor = anchors[~bad], t_anchor[~bad]
+            seq = feat[sequence_index(anchors, step)[:, ::-1]]  # sequence order: 7 -> 2 minutes
+            ok = ~np.isnan(seq).any(axis=(1, 2))
+            xs.append(seq[ok].astype(np.float32))
+            groups.append(np.full(int(ok.sum()), -(n * 100_000 + d) - 1, np.int64))
+            nodes.append(np.full(int(ok.sum()), n, np.int64))
+            times.append(t_anchor[ok])
+    x = np.concatenate(xs) if xs else np.zeros((0, len(LEADS_MIN), 7 * len(PREDICTOR_METRICS)), np.float32)
+    m = len(x)
+    return Sequences(
+        x=x,
+        y=np.zeros(m, np.int64),
+        group=np.concatenate(groups) if groups else np.zeros(0, np.int64),
+        has_precursor=np.zeros(m, bool),
+        node=np.concatenate(nodes) if nodes else np.zeros(0, np.int64),
+        time_s=np.concatenate(times) if times else np.zeros(0),
+    )
+
+
+def simulated_sequences(
+    cfg: SimConfig, n_days: int, node_days: int, seed: int = 0, stride: int = 1
+) -> tuple[Sequences, Sequences]:
+    """Failure and ok sequences of a simulated cluster of ``cfg`` over ``n_days`` days."""
+    w = window_steps(cfg.step_s)
+    sched = build_schedule(cfg, n_days)
+    return failure_sequences(sched, w), ok_sequences(sched, node_days, w, seed=seed, stride=stride)
+
+
+def summary(pos: Sequences, neg: Sequences) -> pd.DataFrame:
+    """Counts of the data set (for the report)."""
+    return pd.DataFrame(
+        [
+            {"events": "failure (with precursor)", "sequences": int(pos.has_precursor.sum())},
+            {"events": "failure (no precursor)", "sequences": int((~pos.has_precursor).sum())},
+            {"events": "ok", "sequences": len(neg.y)},
+            {"events": "ok node-days", "sequences": len(np.unique(neg.group))},
+        ]
+    )

@@ -1,0 +1,147 @@
+"""Train the failure predictor on the simulated cluster: data, Monte-Carlo CV, final fit, registry, FPS table.
+
+:func:`train_predictor` builds the failure/ok sequences (:mod:`nodewatch.tasks.predict.dataset`), runs the
+Monte-Carlo cross-validation (:mod:`nodewatch.tasks.predict.evaluate`) for the FPS table, then fits the
+six networks on 75 % of the groups and the LSTM voter on the rest, and registers the result
+(:mod:`nodewatch.tasks.predict.registry`) with the table, the data counts and ``P(E)`` of the data
+(failures per prediction interval and node, eq. 4.1).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from nodewatch.models.predict.ensemble import LeadTimeEnsemble, fit_lstm_voter
+from nodewatch.models.predict.uc import event_probability
+from nodewatch.tasks.core.store import Store
+from nodewatch.tasks.predict import registry
+from nodewatch.tasks.predict.dataset import PREDICTOR_METRICS, Sequences, simulated_sequences, summary
+from nodewatch.tasks.predict.evaluate import _split_groups, cross_validate, fps_table
+from nodewatch.tasks.simulate.config import SimConfig
+
+
+class PredictSettings(BaseModel):
+    """The ``[predict]`` settings section (env ``NODEWATCH_PREDICT='{json}'``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    """Run the nightly ``predict`` step (it skips itself without a trained predictor)."""
+    site_nodes: int = Field(default=1000, ge=1, le=10**7)
+    """Node count of the site for the usability report (UC at this size)."""
+    uc_limit: float = Field(default=0.05, gt=0, lt=1)
+    """Frank's 5 % criterion for the largest usable machine."""
+    warn_min_confidence: float = Field(default=0.5, ge=0, le=1)
+
+
+def _concat(pos: Sequences, neg: Sequences) -> tuple[np.ndarray, ...]:
+    x = np.concatenate([pos.x, neg.x]).astype(np.float32)
+    y = np.concatenate([pos.y, neg.y])
+    g = np.concatenate([pos.group, neg.group])
+    return x, y, g
+
+
+def fit_final(pos: Sequences, neg: Sequences, epochs: int = 300, seed: int = 0) -> tuple[LeadTimeEnsemble, Any]:
+    """Networks on 75 % of the groups, the LSTM voter on the other 25 % (its own 60/40 split sets the threshold)."""
+    x, y, g = _concat(pos, neg)
+    tr, vo, _ = _split_groups(g, np.random.default_rng(seed), (0.75, 0.25))
+    ens = LeadTimeEnsemble(epochs=epochs, seed=seed).fit(x[tr], y[tr])
+    voter = fit_lstm_voter(ens.predict_proba(x[vo]), y[vo], epochs=min(epochs, 300), seed=seed)
+    return ens, voter
+
+
+def train_predictor(
+    store: Store,
+    run_id: str,
+    cfg: SimConfig,
+    n_days: int,
+    node_days: int,
+    splits: int = 3,
+    epochs: int = 300,
+    stride: int = 2,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Build data from the simulator, cross-validate, fit, register; returns the params written to the registry.
+
+    The run's manifest (``runs/<run_id>.json``, :class:`~nodewatch.tasks.core.runs.RunRecorder`) records the
+    parameters, step timings and the registry output; a failure leaves it ``failed`` with the reason.
+    """
+    from nodewatch.tasks.core.runs import RunRecorder
+
+    rec = RunRecorder(store, "predict_train", {"n_nodes": cfg.n_nodes, "n_days": n_days, "node_days": node_days,
+                                               "splits": splits, "epochs": epochs, "stride": stride, "seed": seed,
+                                               "precursor_share": cfg.precursor_share}, run_id=run_id)
+    rec.write()
+    try:
+        params = _train(store, run_id, cfg, n_days, node_days, splits, epochs, stride, seed)
+    except Exception as e:
+        rec.error(str(e).splitlines()[0] if str(e) else type(e).__name__)
+        rec.finish("failed")
+        raise
+    for k, v in params["timings_s"].items():
+        rec.manifest.timings[k] = float(v)
+    rec.add_output("registry", store.url_of(registry.AREA, run_id))
+    rec.add_output("fps", [r for r in params["fps"] if r["source"].startswith("nodewatch")])
+    rec.finish()
+    return params
+
+
+def _train(
+    store: Store, run_id: str, cfg: SimConfig, n_days: int, node_days: int, splits: int, epochs: int, stride: int, seed: int
+) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    pos, neg = simulated_sequences(cfg, n_days, node_days, seed=seed, stride=stride)
+    if len(pos.y) < 10 or len(neg.y) < 100:
+        raise ValueError(f"too little data to train: {len(pos.y)} failures and {len(neg.y)} ok sequences")
+    t_data = time.perf_counter() - t0
+    # P(E) (eq. 4.1): failures per node and prediction interval of the simulated horizon
+    intervals = cfg.n_nodes * n_days * 86400 // cfg.step_s
+    p_e, _ = event_probability(len(pos.y), intervals)
+    cv = cross_validate(pos, neg, splits=splits, seed=seed, epochs=epochs)
+    t_cv = time.perf_counter() - t0 - t_data
+    fps = fps_table(cv, p_e)
+    t1 = time.perf_counter()
+    ens, voter = fit_final(pos, neg, epochs=epochs, seed=seed)
+    t_fit = time.perf_counter() - t1
+    params = {
+        "kind": "predict",
+        "step_s": cfg.step_s,
+        "window_s": 240,
+        "leads_min": [7, 6, 5, 4, 3, 2],
+        "metrics": list(PREDICTOR_METRICS),
+        "hidden": ens.hidden,
+        "epochs": epochs,
+        "p_e": p_e,
+        "data": {"source": "simulator", "n_nodes": cfg.n_nodes, "n_days": n_days, "seed": cfg.seed,
+                 "precursor_share": cfg.precursor_share, "node_days": node_days, "stride": stride,
+                 "counts": summary(pos, neg).to_dict(orient="records")},
+        "cv": {"splits": splits, "rounds": cv.to_dict(orient="records")},
+        "fps": fps.to_dict(orient="records"),
+        "timings_s": {"data": t_data, "cross_validation": t_cv, "final_fit": t_fit},
+    }
+    registry.save(store, run_id, ens, voter, params)
+    return params
+
+
+def fps_markdown(fps: pd.DataFrame | list[dict[str, Any]], nodes: int = 1024) -> str:
+    """The FPS table (Table 4.1 c/d layout) as Markdown."""
+    df = pd.DataFrame(fps)
+    col = f"uc_{nodes}"
+    lines = [f"| scheme | source | tpr | tpr (precursor failures) | ppv | fpr | UC({nodes:,}) | largest n with UC < 5 % |",
+             "|---|---|---|---|---|---|---|---|"]
+
+    def f(v: Any, fmt: str) -> str:
+        return "NA" if v is None or (isinstance(v, float) and not np.isfinite(v)) else format(v, fmt)
+
+    for r in df.to_dict(orient="records"):
+        lines.append(
+            f"| {r['scheme']} | {r['source']} | {f(r.get('tpr'), '.4f')} | {f(r.get('tpr_precursor'), '.4f')} | "
+            f"{f(r.get('ppv'), '.4f')} | {f(r.get('fpr'), '.2e')} | {f(r.get(col), '.4f')} | "
+            f"{f(r.get('largest_n_uc_below_5pct'), ',')} |"
+        )
+    return "\n".join(lines) + "\n"
