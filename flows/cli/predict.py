@@ -48,6 +48,10 @@ def train(
     days: Annotated[int, typer.Option(help="Simulated days.", min=3, max=400)] = 60,
     node_days: Annotated[int, typer.Option(help="Random node-days rendered for ok sequences.", min=5, max=5000)] = 200,
     precursor_share: Annotated[float, typer.Option(help="Share of failures with a precursor.", min=0.0, max=1.0)] = 0.7,
+    precursor_median_s: Annotated[
+        float, typer.Option(help="Median lead of a precursor ramp before its failure, seconds.", min=60.0, max=86400.0)
+    ] = 3600.0,
+    precursor_sigma: Annotated[float, typer.Option(help="Log-normal sigma of the precursor lead.", min=0.0, max=5.0)] = 1.0,
     node_mtbf_days: Annotated[float, typer.Option(help="Mean up-time of a healthy simulated node.", min=1.0, max=1e5)] = 200.0,
     splits: Annotated[int, typer.Option(help="Monte-Carlo cross-validation rounds.", min=1, max=50)] = 3,
     epochs: Annotated[int, typer.Option(help="Training epochs (full batch, 10:1 ok:failure).", min=1, max=5000)] = 300,
@@ -62,7 +66,8 @@ def train(
     from nodewatch.tasks.simulate.config import SimConfig
 
     try:
-        cfg = SimConfig(n_nodes=sim_nodes, step_s=15, seed=seed, precursor_share=precursor_share, node_mtbf_days=node_mtbf_days)
+        cfg = SimConfig(n_nodes=sim_nodes, step_s=15, seed=seed, precursor_share=precursor_share, node_mtbf_days=node_mtbf_days,
+                        precursor_median_s=precursor_median_s, precursor_sigma=precursor_sigma)
     except ValueError as e:
         raise UserError(f"simulator settings: {e}") from None
     run_id = new_run_id("predict_train", {"sim_nodes": sim_nodes, "days": days, "seed": seed})
