@@ -214,6 +214,11 @@ def verdicts_markdown(day: date, df: pd.DataFrame, info: dict[str, Any], limit: 
              f"- node-windows whose deviation the job explained: {info['job_explained']}",
              f"- alert budget: {info['config']['budget_per_1000']} false node alerts per 1,000 node-days; "
              f"persistence {info['config']['k']} of {info['config']['n']} windows", ""]
+    heat = info.get("heatmap")
+    if heat and not str(heat).startswith("not written"):
+        lines += ["![verdicts heat map: fused score / threshold, group alerts boxed in red](verdicts_heatmap.png)", ""]
+    elif heat:
+        lines += [f"- heat map {m(heat)}", ""]
     if len(groups):
         lines += ["## Group alerts", "", "| kind | group | severity | first (UTC) | last | windows | top metrics | nodes |",
                   "|---|---|---|---|---|---|---|---|"]
@@ -236,6 +241,22 @@ def verdicts_markdown(day: date, df: pd.DataFrame, info: dict[str, Any], limit: 
     return "\n".join(lines) + "\n"
 
 
+def _heatmap(store: Store, day: date, d: dict[str, Any], out: dict[str, Any]) -> str | None:
+    """``reports/<day>/verdicts_heatmap.png`` (:func:`nodewatch.tasks.cubes.plot.verdicts_heatmap`); None if it fails."""
+    import tempfile
+    from pathlib import Path
+
+    from nodewatch.tasks.cubes.plot import verdicts_heatmap
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="nodewatch-heat-") as tmp:
+            png = verdicts_heatmap(out["evidence"].score, out["calibration"].node, d["nodes"], d["night_times"], d["racks"],
+                                   d["archs"], out["rows"], Path(tmp) / "h.png", f"verdicts {day.isoformat()}")
+            return store.write_bytes(png.read_bytes(), AREA, day.isoformat(), "verdicts_heatmap.png")
+    except (OSError, ValueError) as e:  # the table matters more than the picture
+        return f"not written: {str(e).splitlines()[0][:120] if str(e) else type(e).__name__}"
+
+
 def run_verdicts(store: Store, day: date, history_days: int = 21, cfg: VerdictConfig | None = None,
                  held_back_days: int = 7) -> dict[str, Any]:
     """Judge ``day`` from the store and write ``reports/<day>/verdicts.parquet`` and ``verdicts.md``."""
@@ -250,6 +271,7 @@ def run_verdicts(store: Store, day: date, history_days: int = 21, cfg: VerdictCo
     info = {"nodes_judged": judged, "baseline_nodes": int(out["baseline"].any(axis=1).sum()),
             "job_explained": out["evidence"].job_explained, "config": asdict(cfg),
             "group_thresholds": out["calibration"].group}
+    info["heatmap"] = _heatmap(store, day, d, out)
     tbl = pa.Table.from_pandas(df, preserve_index=False)
     paths = {"verdicts": store.write_parquet(tbl, AREA, day.isoformat(), "verdicts.parquet"),
              "markdown": store.write_bytes(verdicts_markdown(day, df, info).encode(), AREA, day.isoformat(), "verdicts.md")}

@@ -65,6 +65,10 @@ def test_run_verdicts_writes_the_alerts_table(tmp_path) -> None:
     assert row["rack"] == "r000" and row["architecture"] == "x86_64" and row["severity"] in ("low", "medium", "high")
     md = store.fs.open(store.path("reports", days[-1].isoformat(), "verdicts.md"), "rb").read().decode()
     assert "| cn0005 |" in md and "baseline" in md
+    # the heat map beside the table (node x window, alerts boxed), linked from the page
+    png = store.path("reports", days[-1].isoformat(), "verdicts_heatmap.png")
+    assert out["heatmap"] == png and store.fs.open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    assert "](verdicts_heatmap.png)" in md
     # idempotent: a second run writes the same table
     run_verdicts(store, days[-1], history_days=HISTORY, held_back_days=4)
     pd.testing.assert_frame_equal(pd.read_parquet(store.path("reports", days[-1].isoformat(), "verdicts.parquet")), df)
