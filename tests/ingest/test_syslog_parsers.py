@@ -312,7 +312,8 @@ def test_sniffers_pick_the_right_format():
 
 def test_source_is_registered():
     spec = sources()["syslog"]
-    assert spec.table.name == "syslog" and [f.name for f in spec.formats] == ["rfc5424", "rfc3164", "rsyslog", "bgl", "hpc", "cfdr"]
+    assert spec.table.name == "syslog"
+    assert [f.name for f in spec.formats] == ["rfc5424", "rfc3164", "rsyslog", "bgl", "hpc", "cfdr"]
     names = spec.table.names
     for col in ("time", "node", "facility", "severity", "app", "pid", "message", "source_offset"):
         assert col in names
