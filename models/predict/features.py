@@ -42,11 +42,14 @@ def window_features(x: np.ndarray, w: int) -> np.ndarray:
     if x.shape[-1] < w:
         return np.empty((*x.shape[:-1], 0, len(FEATURES)))
     v = np.lib.stride_tricks.sliding_window_view(x, w, axis=-1)
-    mean = v.mean(axis=-1)
-    var = v.var(axis=-1)
-    return np.stack(
-        [np.median(v, axis=-1), v.min(axis=-1), np.sqrt(var), v.sum(axis=-1), var, v.max(axis=-1), mean], axis=-1
-    )
+    s = np.sort(v, axis=-1)  # one sort gives median, min and max; NaN sorts last
+    med = 0.5 * (s[..., (w - 1) // 2] + s[..., w // 2])
+    mean = s.mean(axis=-1)
+    d = s - mean[..., None]
+    var = np.einsum("...i,...i->...", d, d) / w
+    out = np.stack([med, s[..., 0], np.sqrt(var), mean * w, var, s[..., -1], mean], axis=-1)
+    out[np.isnan(s[..., -1])] = np.nan
+    return out
 
 
 def node_feature_matrix(values: np.ndarray, counters: np.ndarray, w: int) -> np.ndarray:

@@ -112,3 +112,14 @@ def test_lstm_voter_threshold_meets_target_on_validation() -> None:
     assert (s[y == 0] >= fit.threshold).mean() < 0.01
     with pytest.raises(ValueError):
         fit_lstm_voter(p[:, :], np.zeros(len(y), np.int64))
+
+
+def test_window_features_equal_the_numpy_definitions() -> None:
+    g = np.random.default_rng(5)
+    x = g.normal(size=(3, 200)).cumsum(axis=1) * 1e3
+    x[1, 50] = np.nan
+    f = window_features(x, 16)
+    v = np.lib.stride_tricks.sliding_window_view(x, 16, axis=-1)
+    ref = np.stack([np.median(v, -1), v.min(-1), v.std(-1), v.sum(-1), v.var(-1), v.max(-1), v.mean(-1)], axis=-1)
+    assert np.allclose(f, ref, rtol=1e-9, atol=1e-6, equal_nan=True)
+    assert np.isnan(f[1, 35:51]).all() and np.isfinite(f[1, 51:]).all()
