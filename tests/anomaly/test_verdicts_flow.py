@@ -29,3 +29,9 @@ def test_nightly_writes_verdicts(tmp_path, prefect_harness):
     assert Path(v["markdown"]).read_text().startswith(f"# Node verdicts — {day}")
     report = Path(m["outputs"]["report"]["report"]).read_text()
     assert "| verdicts | done |" in report and "baseline flags" in report
+    # the discovered fuse step (order 60) wrote the fused verdicts beside them
+    fz = m["outputs"]["fuse"]
+    fused = pd.read_parquet(fz["verdicts"])
+    assert fz["verdicts"] == st.path("reports", day, "fused_verdicts.parquet") and "telemetry" in fz["available"]
+    assert set(fused["subject"]) >= set(df.loc[df["kind"] == "node", "subject"])
+    assert "| fuse | done |" in report
