@@ -110,6 +110,7 @@ def _train(
     t_fit = time.perf_counter() - t1
     params = {
         "kind": "predict",
+        "run_id": run_id,
         "step_s": cfg.step_s,
         "window_s": 240,
         "leads_min": [7, 6, 5, 4, 3, 2],

@@ -39,3 +39,18 @@ def test_train_rejects_bad_arguments(tmp_path, args: list[str]) -> None:
 def test_stream_rejects_bad_arguments(tmp_path, args: list[str]) -> None:
     r = runner.invoke(app, ["--store", str(tmp_path / "s"), "predict", "stream", "x.csv", *args])
     assert r.exit_code == 2, r.output
+
+
+def test_train_cli_text_and_json(tmp_path) -> None:
+    st = str(tmp_path / "s")
+    small = ["--sim-nodes", "48", "--days", "12", "--node-days", "10", "--splits", "1", "--epochs", "20", "--stride", "12",
+             "--node-mtbf-days", "10", "--seed", "3"]
+    r = runner.invoke(app, ["--store", st, "predict", "train", *small])
+    assert r.exit_code == 0, r.output
+    assert "registered (models/predict/CURRENT)" in r.output and "| unanimous@6NN | nodewatch (simulator)" in r.output
+    r = runner.invoke(app, ["--store", st, "predict", "train", *small, "--json"])
+    assert r.exit_code == 0, r.output
+    import json
+
+    doc = json.loads(r.stdout)
+    assert doc["run_id"] and (tmp_path / "s" / "runs" / f"{doc['run_id']}.json").exists()
