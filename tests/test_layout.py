@@ -206,6 +206,17 @@ def test_no_source_file_over_600_lines() -> None:
     assert not long, f"files over {MAX_LINES} lines (split along their seams):\n" + "\n".join(long)
 
 
+def test_test_module_basenames_are_unique() -> None:
+    """tests/ has no __init__.py files: pytest imports test modules by basename, so two folders holding
+    test_cli.py stop the whole collection ("import file mismatch")."""
+    seen: dict[str, list[str]] = {}
+    for p in sorted((REPO / "tests").rglob("*.py")):
+        if "__pycache__" not in p.parts and p.name != "conftest.py":
+            seen.setdefault(p.name, []).append(str(p.relative_to(REPO)))
+    dups = {k: v for k, v in seen.items() if len(v) > 1}
+    assert not dups, f"test modules with the same basename (prefix them with the capability): {dups}"
+
+
 def test_capability_folders_mirror_each_other() -> None:
     """tasks/, models/ and tests/ use one folder per capability, with the same names; no loose modules in tasks/."""
     loose = [p.name for p in (REPO / "tasks").glob("*.py") if p.name != "__init__.py"]
