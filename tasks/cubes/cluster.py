@@ -30,7 +30,8 @@ ENV = "NODEWATCH_DASK"
 """Environment variable choosing the Dask cluster when no address is given (``local``, ``slurm`` or an address)."""
 
 
-_ADDRESS = re.compile(r"^(?:(tcp|tls|ucx|inproc|ws|wss)://)?[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$")
+_ADDRESS = re.compile(r"^(?:(?:tcp|tls|ucx|ws|wss)://)?[A-Za-z0-9_.\-\[\]:]+:\d{1,5}$|^inproc://[A-Za-z0-9_.\-/]+$")
+"""A scheduler address: ``[proto://]host:port``, or an in-process ``inproc://host/pid/n`` (tests, notebooks)."""
 
 
 def resolve(address: str | None) -> str:
