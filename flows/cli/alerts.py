@@ -7,6 +7,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from nodewatch.flows.cli._json import JsonOpt
+from nodewatch.flows.cli._json import print_json as _print_json
+
 if TYPE_CHECKING:
     from nodewatch.tasks.alerts.config import AlertSettings
     from nodewatch.tasks.core.store import Store
@@ -17,7 +20,6 @@ alerts_app = typer.Typer(
     no_args_is_help=True,
 )
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout (nothing else on stdout).")]
 DayOpt = Annotated[str | None, typer.Option("--day", help="Day of the verdicts (YYYY-MM-DD); default: the latest day "
                                                          "with reports/<day>/verdicts.parquet.")]
 
@@ -31,29 +33,6 @@ def _console() -> Any:
     from nodewatch.flows.cli import console
 
     return console if sys.stdout.isatty() else Console(soft_wrap=True, width=100_000, highlight=False)
-
-
-def _jsonable(obj: Any) -> Any:
-    import math
-
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    if hasattr(obj, "item") and not isinstance(obj, str):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
-
-
-def _print_json(obj: Any) -> None:
-    """One strict JSON document on stdout."""
-    import json
-    import sys
-
-    sys.stdout.write(json.dumps(_jsonable(obj), indent=2, allow_nan=False, default=str) + "\n")
-    sys.stdout.flush()
 
 
 def _cfg(**override: Any) -> AlertSettings:

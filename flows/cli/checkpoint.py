@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from nodewatch.flows.cli._json import JsonOpt
+from nodewatch.flows.cli._json import print_json as _print_json
 from nodewatch.flows.cli._modes import PrefectOpt
 
 if TYPE_CHECKING:
@@ -15,9 +17,6 @@ checkpoint_app = typer.Typer(
     help="Failure-aware checkpoint intervals (Frank ch. 3): one recommendation, or tables for job shapes.",
     no_args_is_help=True,
 )
-
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout (nothing else on stdout).")]
 
 
 def _out() -> Console:
@@ -31,34 +30,6 @@ def _out() -> Console:
     if sys.stdout.isatty():
         return console
     return Console(soft_wrap=True, width=100_000, highlight=False)
-
-
-def _jsonable(obj: Any) -> Any:
-    """Plain JSON values: numpy scalars/arrays to Python, NaN and infinities to null."""
-    import math
-
-    import numpy as np
-
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
-
-
-def _print_json(obj: Any) -> None:
-    """Write ``obj`` as one JSON document to stdout (strict JSON: no NaN)."""
-    import json
-    import sys
-
-    sys.stdout.write(json.dumps(_jsonable(obj), indent=2, allow_nan=False) + "\n")
-    sys.stdout.flush()
 
 
 def _dur(text: str, what: str) -> float:

@@ -7,34 +7,13 @@ from typing import Annotated, Any
 
 import typer
 
+from nodewatch.flows.cli._json import JsonOpt
+from nodewatch.flows.cli._json import print_json as _print_json
+
 coalloc_app = typer.Typer(
     help="Co-allocation what-if (Frank ch. 2): pair interference table and batch-queue replays with node sharing.",
     no_args_is_help=True,
 )
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout (nothing else on stdout).")]
-
-
-def _print_json(obj: Any) -> None:
-    import json
-    import math
-    import sys
-
-    import numpy as np
-
-    def clean(o: Any) -> Any:
-        if isinstance(o, dict):
-            return {str(k): clean(v) for k, v in o.items()}
-        if isinstance(o, list | tuple):
-            return [clean(v) for v in o]
-        if isinstance(o, np.generic):
-            o = o.item()
-        if isinstance(o, float) and not math.isfinite(o):
-            return None
-        return o
-
-    sys.stdout.write(json.dumps(clean(obj), indent=2, allow_nan=False) + "\n")
-    sys.stdout.flush()
 
 
 def _out() -> Any:

@@ -7,19 +7,13 @@ from typing import Annotated
 
 import typer
 
+from nodewatch.flows.cli._json import JsonOpt
+from nodewatch.flows.cli._json import print_json as _print_json
+
 finj_app = typer.Typer(
     help="Fault injection (FINJ) on this node and fault classification (Netti et al.).",
     no_args_is_help=True,
 )
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout (nothing else on stdout).")]
-
-
-def _print_json(obj: object) -> None:
-    import json
-    import sys
-
-    sys.stdout.write(json.dumps(obj, indent=2, default=float) + "\n")
 
 
 @finj_app.command("generate")

@@ -6,29 +6,12 @@ from typing import Annotated, Any
 
 import typer
 
+from nodewatch.flows.cli._json import JsonOpt
+from nodewatch.flows.cli._json import print_json as _print_json
+
 predict_app = typer.Typer(
     help="Failure prediction (Frank ch. 4): lead-time ensemble, voting, UC usability, online warnings.", no_args_is_help=True
 )
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout (nothing else on stdout).")]
-
-
-def _print_json(obj: Any) -> None:
-    import json
-    import math
-    import sys
-
-    def clean(o: Any) -> Any:
-        if isinstance(o, dict):
-            return {str(k): clean(v) for k, v in o.items()}
-        if isinstance(o, list | tuple):
-            return [clean(v) for v in o]
-        if hasattr(o, "item") and not isinstance(o, str):
-            o = o.item()
-        if isinstance(o, float) and not math.isfinite(o):
-            return None
-        return o
-
-    sys.stdout.write(json.dumps(clean(obj), indent=2, allow_nan=False) + "\n")
 
 
 def _settings_section() -> Any:

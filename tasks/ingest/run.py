@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
-import secrets
-import uuid
 from collections.abc import Iterator
 from datetime import datetime
 from typing import BinaryIO
@@ -14,6 +11,7 @@ from typing import BinaryIO
 import pyarrow as pa
 
 from nodewatch.schemas.names import check_node_name
+from nodewatch.tasks.core.keys import store_key
 from nodewatch.tasks.core.owner import mark_owner
 from nodewatch.tasks.core.runs import RunRecorder
 from nodewatch.tasks.core.store import Store
@@ -38,36 +36,11 @@ def user_hash_key(store: Store) -> str:
     store it is written once if absent (object stores have no modes: restrict the bucket). The key is
     returned to the caller only: it is never written to a manifest, log, report or artifact.
     """
-    path = store.path(*USER_HASH_KEY)
-    if store.is_local:
-        d = os.path.dirname(path)
-        os.makedirs(d, mode=0o700, exist_ok=True)
-        os.chmod(d, 0o700)
-        if not os.path.exists(path):
-            tmp = os.path.join(d, f".tmp-{uuid.uuid4().hex}")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                os.write(fd, secrets.token_hex(32).encode())
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                pass
-            finally:
-                os.unlink(tmp)
-        if os.stat(path).st_mode & 0o077:
-            os.chmod(path, 0o600)
-        with open(path, encoding="ascii") as f:
-            key = f.read().strip()
-    else:
-        if not store.exists(*USER_HASH_KEY):
-            store.write_bytes(secrets.token_hex(32).encode(), *USER_HASH_KEY)
-        key = store.fs.cat_file(path).decode("ascii").strip()
-    if len(key) < 32:
-        raise ValueError(f"the store's user-hashing key {'/'.join(USER_HASH_KEY)} is damaged (too short); restore it")
-    return key
+    try:
+        return store_key(store, *USER_HASH_KEY)
+    except ValueError:
+        raise ValueError(f"the store's user-hashing key {'/'.join(USER_HASH_KEY)} is damaged (too short); "
+                         "restore it") from None
 
 
 def _withhold_raw(spec: SourceSpec) -> SourceSpec:

@@ -29,11 +29,11 @@ import json
 import os
 import re
 import secrets
-import uuid
 from collections.abc import Iterable
 
 import pyarrow as pa
 
+from nodewatch.tasks.core.keys import store_key
 from nodewatch.tasks.core.store import Store
 from nodewatch.tasks.syslog.templates import PARAM
 
@@ -59,35 +59,10 @@ def anon_key(store: Store, secret_env: str = "NODEWATCH_SYSLOG_SECRET") -> bytes
         if len(env) < 16:
             raise AnonKeyError(f"${secret_env} is shorter than 16 characters; use a long random secret")
         return env.encode()
-    path = store.path(*ANON_KEY)
-    if store.is_local:
-        d = os.path.dirname(path)
-        os.makedirs(d, mode=0o700, exist_ok=True)
-        if not os.path.exists(path):
-            tmp = os.path.join(d, f".tmp-{uuid.uuid4().hex}")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                os.write(fd, secrets.token_hex(32).encode())
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                pass
-            finally:
-                os.unlink(tmp)
-        if os.stat(path).st_mode & 0o077:
-            os.chmod(path, 0o600)
-        with open(path, "rb") as f:
-            key = f.read().strip()
-    else:
-        if not store.exists(*ANON_KEY):
-            store.write_bytes(secrets.token_hex(32).encode(), *ANON_KEY)
-        key = store.fs.cat_file(path).strip()
-    if len(key) < 32:
-        raise AnonKeyError(f"the store's syslog key {'/'.join(ANON_KEY)} is damaged (too short); restore it")
-    return key
+    try:
+        return store_key(store, *ANON_KEY).encode()
+    except (ValueError, UnicodeDecodeError):
+        raise AnonKeyError(f"the store's syslog key {'/'.join(ANON_KEY)} is damaged (too short); restore it") from None
 
 
 class Anonymiser:

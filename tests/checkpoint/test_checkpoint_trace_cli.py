@@ -159,7 +159,7 @@ def test_tables_and_show_json(tmp_path: Path) -> None:
 
 
 def test_json_values_are_finite_or_null() -> None:
-    from nodewatch.flows.cli.checkpoint import _jsonable
+    from nodewatch.flows.cli._json import jsonable as _jsonable
 
     assert _jsonable({"a": np.float64("nan"), "b": [np.inf, np.int64(3)], "c": np.array([1.5])}) == {
         "a": None,
