@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -150,11 +151,12 @@ def _long_ingest(worker_env: dict[str, str], tmp_path: Path, d: Path) -> tuple[s
     """Start a several-seconds ingest through the worker; its client and the command's pid."""
     big = tmp_path / "big.log"
     with big.open("w") as f:
-        for i in range(300_000):
+        for i in range(1_000_000):
             f.write(LINE.format(s=i % 60, n=i % 50 + 1))
     before = _served(d)
     client = subprocess.Popen([*LAUNCH, "--store", str(tmp_path / "s"), "ingest", "syslog", str(big)], env=worker_env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     t = time.monotonic()
     while _served(d) == before:
         assert time.monotonic() - t < 60, "command never reached the worker"
@@ -177,7 +179,7 @@ def _gone(pid: int, within: float) -> bool:
 def test_a_killed_client_takes_its_command_down(worker, tmp_path: Path) -> None:
     env, d = worker
     client, pid = _long_ingest(env, tmp_path, d)
-    time.sleep(1.0)
+    time.sleep(0.3)
     client.kill()  # SIGKILL: the client cannot forward anything; the session sees the socket close
     client.wait()
     assert _gone(pid, 15), f"command {pid} survived its client"
@@ -187,7 +189,7 @@ def test_a_killed_client_takes_its_command_down(worker, tmp_path: Path) -> None:
 def test_ctrl_c_reaches_the_command(worker, tmp_path: Path) -> None:
     env, d = worker
     client, pid = _long_ingest(env, tmp_path, d)
-    time.sleep(1.0)
+    time.sleep(0.3)
     client.send_signal(2)  # SIGINT, as Ctrl-C in a terminal
     assert client.wait(timeout=60) != 0
     assert _gone(pid, 15)

@@ -95,7 +95,10 @@ def _engine_subprocess(tmp_path: Path, wl: str) -> tuple[subprocess.Popen, Path]
         "from nodewatch.tasks.finj.engine import run_campaign, EngineConfig\n"
         "run_campaign(read_workload(sys.argv[1]), EngineConfig(out=Path(sys.argv[2]), sample=True))\n"
     )
-    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "w.csv"), str(out)])
+    # SIGINT back to its default in the engine: a test run started in the background (``cmd &`` in a
+    # non-interactive shell, as CI scripts do) ignores SIGINT, and Python keeps an inherited SIG_IGN.
+    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "w.csv"), str(out)],
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     return proc, out
 
 
