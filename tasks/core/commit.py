@@ -252,6 +252,16 @@ class StagedCommit:
             pq.write_table(table, f, compression="zstd", write_statistics=True)
         return self._added(key, table.num_rows)
 
+    def replace_partition(self, table_name: str, day: str, table: pa.Table) -> str:
+        """Write ``table`` as this run's part of the staged date partition ``day`` and replace the committed
+        parts of that date (re-runs replace, never duplicate): readers see the old parts until the commit,
+        the new one after it. Returns the part's path."""
+        key = self.store.staged_key(table_name, day, self.run_id)
+        for k in self.store.live_keys("staged", table_name):
+            if k.split("/")[2] == f"date={day}" and k != key:
+                self.remove(k)
+        return self.write_parquet(table, key)
+
     def put_file(self, local: str | os.PathLike[str], key: str, rows: int) -> str:
         """Upload a finished local parquet file as the part ``key``; returns its path."""
         final = self._target(key)

@@ -39,7 +39,6 @@ from nodewatch.tasks.states.common import StatesError, _day_ns, _node_idx, _ns, 
 from nodewatch.tasks.states.cube import write_cube
 from nodewatch.tasks.states.derive import Carry, derive_from_tables
 from nodewatch.tasks.states.events import (
-    _replace_partition,
     carry_table,
     failure_events_table,
     timeline_table,
@@ -155,7 +154,7 @@ def build_states(
     if rows_updated:
         b.counts["failure_events_updated_before_window"] = rows_updated
     for day, t in carry_table(b, days).items():
-        _replace_partition(commit, STATE_CARRY.name, day, t)
+        commit.replace_partition(STATE_CARRY.name, day, t)
     grid = to_grid(b.timeline, len(node_set), t0, t1)
     cube = write_cube(store, grid, node_set, t0, rebuild=rebuild_cube)
     # node_states, failure_events and state_carry of the build appear together, after the cube is written

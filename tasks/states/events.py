@@ -257,17 +257,6 @@ def carry_table(b: StateBuild, days: list[str]) -> dict[str, pa.Table]:
     return out
 
 
-def _replace_partition(commit: StagedCommit, table_name: str, day: str, table: pa.Table) -> None:
-    """Write one date partition into ``commit`` and replace the committed parts of that date (re-runs
-    replace, never duplicate): readers see the old parts until the commit, the new one after it."""
-    store = commit.store
-    key = store.staged_key(table_name, day, commit.run_id)
-    for k in store.live_keys("staged", table_name):
-        if k.split("/")[2] == f"date={day}" and k != key:
-            commit.remove(k)
-    commit.write_parquet(table, key)
-
-
 def write_staged_by_day(commit: StagedCommit, table_name: str, table: pa.Table, days: list[str]) -> dict[str, int]:
     """Write ``table`` into one partition per day (by its time column) of ``commit``; returns rows per day."""
     col = "start"
@@ -275,7 +264,7 @@ def write_staged_by_day(commit: StagedCommit, table_name: str, table: pa.Table, 
     out: dict[str, int] = {}
     for day in days:
         part = table.filter(pc.equal(d, day)) if table.num_rows else table
-        _replace_partition(commit, table_name, day, part)
+        commit.replace_partition(table_name, day, part)
         out[day] = part.num_rows
     return out
 
@@ -316,6 +305,6 @@ def write_failure_events(commit: StagedCommit, fe: pa.Table, days: list[str], t_
                     drop |= (np.array(o_node, object) == nd) & (o_s <= z) & (o_e >= a)
                 new = pa.concat_tables([conform_failure_events(old.filter(pa.array(~drop))), new])
             new = new.sort_by([("start", "ascending"), ("node", "ascending")])
-            _replace_partition(commit, FAILURE_EVENTS.name, day, new)
+            commit.replace_partition(FAILURE_EVENTS.name, day, new)
             updated += early.filter(pc.equal(d, day)).num_rows
     return sum(rows.values()), updated

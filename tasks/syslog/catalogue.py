@@ -146,10 +146,7 @@ def template_day(store: Store, day: date, run_id: str, cfg: SyslogSettings) -> T
     store.write_json(miner.state(), *MINER_AREA, f"{run_id}.json")
     commit = StagedCommit(store, run_id, "syslog-templates", fault="syslog")
     ds = day.isoformat()
-    for key in store.live_keys("staged", TEMPLATED):
-        if f"/date={ds}/" in key:
-            commit.remove(key)
-    commit.write_parquet(templated, store.staged_key(TEMPLATED, ds, run_id))
+    commit.replace_partition(TEMPLATED, ds, templated)
     commit.write_parquet(cat, store.staged_key(CATALOGUE, ds, run_id))
     commit.commit()
     commit.drop_removed()

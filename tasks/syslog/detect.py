@@ -132,12 +132,8 @@ def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, expor
                      "reason": [filt[i] for i in sorted(filt)], "lines": [int(vc.get(i, 0)) for i in sorted(filt)]},
                     schema=FILTERS_SCHEMA)
     commit = StagedCommit(store, run_id, "syslog-detect", fault="syslog")
-    for table in (FILTERS, ABNORMAL):
-        for k in store.live_keys("staged", table):
-            if f"/date={ds}/" in k:
-                commit.remove(k)
-    commit.write_parquet(ftab, store.staged_key(FILTERS, ds, run_id))
-    commit.write_parquet(abnormal, store.staged_key(ABNORMAL, ds, run_id))
+    commit.replace_partition(FILTERS, ds, ftab)
+    commit.replace_partition(ABNORMAL, ds, abnormal)
     commit.commit()
     commit.drop_removed()
     jobs = store.read_staged("jobs", columns=["state", "end_time", "node_list"])
