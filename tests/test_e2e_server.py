@@ -12,8 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +19,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
+from localcluster import Api, free_port, stop
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
@@ -31,72 +30,11 @@ HISTORY = 3
 SIM = {"n_nodes": 8, "nodes_per_rack": 4, "racks_per_row": 2, "anomaly_share": 0.03, "misconfig_rack": -1}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
-
-
-class Api:
-    """Minimal client of the Prefect REST API (what the UI calls)."""
-
-    def __init__(self, url: str) -> None:
-        import httpx
-
-        self.url = url
-        self.http = httpx.Client(base_url=url, timeout=60)
-
-    #: What Prefect's own client retries: the server answers 503 when SQLite is briefly locked
-    #: (the serve process and the server's services write to it too) and rolls the request back.
-    RETRY_STATUS = (429, 502, 503)
-
-    def _send(self, method: str, path: str, body: dict | None = None, attempts: int = 6):
-        for attempt in range(attempts):
-            r = self.http.request(method, path, json=body)
-            if r.status_code not in self.RETRY_STATUS or attempt == attempts - 1:
-                r.raise_for_status()
-                return r.json()
-            time.sleep(min(2 ** attempt, 10))
-        raise AssertionError("unreachable")
-
-    def get(self, path: str) -> dict:
-        return self._send("GET", path)
-
-    def post(self, path: str, body: dict) -> dict | list:
-        return self._send("POST", path, body)
-
-    def deployments(self) -> dict[str, dict]:
-        return {d["name"]: d for d in self.post("/deployments/filter", {})}  # type: ignore[union-attr]
-
-    def run(self, deployment: dict, parameters: dict, timeout: float = 900) -> dict:
-        fr = self.post(f"/deployments/{deployment['id']}/create_flow_run", {"parameters": parameters})
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            cur = self.get(f"/flow_runs/{fr['id']}")  # type: ignore[index]
-            if cur["state"] and cur["state"]["type"] in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED"):
-                return cur
-            time.sleep(2)
-        raise AssertionError(f"flow run {fr['id']} of {deployment['name']} did not finish in {timeout} s")  # type: ignore[index]
-
-    def artifacts(self, flow_run_id: str) -> list[dict]:
-        return self.post("/artifacts/filter", {"artifacts": {"flow_run_id": {"any_": [flow_run_id]}}})  # type: ignore[return-value]
-
-
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
     """Prefect server + bootstrapped demo store + ``nodewatch serve``; torn down at the end."""
     base = tmp_path_factory.mktemp("e2e")
-    port = _free_port()
+    port = free_port()
     api_url = f"http://127.0.0.1:{port}/api"
     e = {**os.environ, "PREFECT_HOME": str(base / "prefect-home"), "PREFECT_API_URL": api_url,
          "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "DO_NOT_TRACK": "1", "PREFECT_LOGGING_LEVEL": "WARNING",
@@ -136,7 +74,7 @@ def env(tmp_path_factory):
         yield {"api": api, "store": base / "store", "inbox": inbox, "base": base}
     finally:
         for p in reversed(procs):
-            _stop(p)
+            stop(p)
         for f in logs.values():
             f.close()
 
