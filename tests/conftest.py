@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from localcluster import LocalCluster, local_cluster_session
 
 _PREFECT_HOME = tempfile.mkdtemp(prefix="nodewatch-prefect-")
 os.environ.setdefault("PREFECT_HOME", _PREFECT_HOME)
@@ -87,3 +89,9 @@ def fill_disk():
         return filler
 
     return fill
+
+
+@pytest.fixture(scope="session")
+def local_cluster() -> Iterator[LocalCluster]:
+    """The real one-host cluster of ``infra/local/cluster.sh`` (PostgreSQL, S3, Slurm), one per session."""
+    yield from local_cluster_session()
