@@ -7,7 +7,7 @@ or rendered:
 * :func:`strip_control` — drop C0/C1 control characters (ESC, CSI, BEL, CR, NUL, …; tab is kept),
   DEL and the Unicode bidirectional overrides, and turn line breaks into a visible ``⏎`` so one
   value stays on one line;
-* :func:`md` — :func:`strip_control` + HTML entities for ``& < > " '`` + a backslash before every
+* :func:`md` — :func:`strip_control` + HTML entities for ``& < >`` + a backslash before every
   Markdown punctuation character, so a value is literal text in a Markdown paragraph *and* in a
   Markdown table cell (``|`` is escaped);
 * :func:`html_text` — :func:`strip_control` + :func:`html.escape` (quotes too), for HTML bodies and
@@ -43,8 +43,9 @@ def strip_control(value: Any, multiline: bool = False) -> str:
 
 def md(value: Any) -> str:
     """A value as literal Markdown text (also safe in a table cell): no HTML, no link, no emphasis, no ``|``."""
-    s = html.escape(strip_control(value), quote=True)
-    # html.escape turns & < > " ' into entities first; the entities' own & and ; are not Markdown syntax.
+    # & < > become entities first (no HTML, no entity the input chose); quotes stay as they are: outside
+    # an HTML attribute they cannot start markup, and as entities they read badly in the raw .md file.
+    s = html.escape(strip_control(value), quote=False)
     return _MD_PUNCT.sub(r"\\\1", s)
 
 
