@@ -112,9 +112,37 @@ def _report_of(scan: tuple[list[WindowStats], ScanReport]) -> ScanReport:
 
 def _merge_write_telemetry(url: str, step: str, geo: Geometry, region: Region, fork: Any,
                            *parts: WindowStats) -> tuple[int, int, float, Any]:
-    t0 = time.perf_counter()
+    return _write_stats(url, step, geo, region, fork, merge_all(list(parts)), time.perf_counter())
+
+
+def _telemetry_day(url: str, step: str, geo: Geometry, day: date, slabs: list[Any], nodes: dict[str, int],
+                   metrics: dict[str, int], regions: list[Region], forks: list[Any]) -> tuple[list[Any], list[ScanReport]]:
+    """A whole telemetry day in one task (workers in other processes: Slurm jobs, a remote scheduler).
+
+    The same scans, the same slab-order merges (a left fold, as :func:`merge_all`) and the same region
+    writes as the fine-grained graph, run in one worker: only the day's plan goes in and the forks come
+    back, instead of every slab's window state crossing process boundaries (the chunks are byte-identical).
+    """
     spec = spec_for(TELEMETRY, step)
-    stats = merge_all(list(parts))
+    acc: list[WindowStats | None] = [None] * len(regions)
+    reports: list[ScanReport] = []
+    for s in slabs:
+        parts, rep = _scan_split(url, s, day, spec.steps["time"], nodes, metrics, geo.node_chunk)
+        reports.append(rep)
+        for j, r in enumerate(regions):
+            p = parts[r.node_batch]
+            if acc[j] is None:
+                acc[j] = p.slice(0, len(p))
+            else:
+                acc[j].merge(p)
+        del parts
+    written = [_write_stats(url, step, geo, r, f, a, time.perf_counter()) for r, f, a in zip(regions, forks, acc, strict=True)]
+    return written, reports
+
+
+def _write_stats(url: str, step: str, geo: Geometry, region: Region, fork: Any, stats: WindowStats,
+                 t0: float) -> tuple[int, int, float, Any]:
+    spec = spec_for(TELEMETRY, step)
     sl = region.node_slice(geo.node_chunk, len(geo.nodes))
     arrays = stats.finalize((sl.stop - sl.start, spec.steps_per_day("time"), len(geo.metrics)))
     write_region(Store(url), spec, geo, region, arrays, fork.store)
@@ -171,6 +199,7 @@ def build_days(
     run_id: str | None = None,
     max_nodes: int = DEFAULT_MAX_NODES,
     _retries: int = 3,
+    day_tasks: bool | None = None,
 ) -> list[DayResult]:
     """Aggregate staged ``kind`` (``telemetry``/``syslog``) of ``days`` into its cube on ``client``.
 
@@ -179,7 +208,9 @@ def build_days(
     ``no-data`` and untouched. A day whose commit conflicts with a concurrent axis change (another build
     grew the time/node/metric axis after this day's session started) is rebuilt on the new axes (up to
     ``_retries`` times). More than ``max_nodes`` distinct node names (topology + staged) is a
-    :class:`TooManyNodesError` before anything is allocated or written.
+    :class:`TooManyNodesError` before anything is allocated or written. ``day_tasks`` builds each telemetry
+    day as one task (default: when the workers run in other processes, where moving window states costs
+    more than it parallelises; the chunks are the same bytes either way).
     """
     from distributed import wait
 
@@ -206,6 +237,8 @@ def build_days(
     url = store.url
     tok = run_id or f"{time.time_ns():x}"
     workers = max(1, len(client.scheduler_info().get("workers", {})))
+    if day_tasks is None:
+        day_tasks = not str(client.scheduler.address).startswith("inproc://")
     pending: list[tuple[date, float, list[str], list[Any], Any, Any]] = []
     ic_repo = repo.open_repo(store, spec.key)
     conflicted: list[date] = []
@@ -221,13 +254,16 @@ def build_days(
 
     def _finish(entry: tuple[date, float, list[str], list[Any], Any, Any]) -> None:
         day, t0, files, writes, reports, session = entry
-        written = client.gather(writes)
+        if reports is None:  # one task built the day: it returns (writes, scan reports)
+            written, scan_reports = client.gather(writes)[0]
+        else:
+            written, scan_reports = client.gather(writes), client.gather(reports)
         forks = list({id(w[3]): w[3] for w in written}.values())
         with_data = sum(w[0] for w in written)
         first = next(iter(spec.steps))
         windows = n_nodes * spec.steps_per_day(first) * (len(geo.metrics) if kind == TELEMETRY else 1)
         rep = ScanReport()
-        for r in client.gather(reports):
+        for r in scan_reports:
             rep = rep.merge(r)
         payload = {
             "day": day.isoformat(),
@@ -243,7 +279,7 @@ def build_days(
             "write_task_s": round(sum(w[2] for w in written), 3),
             "build_setup": setup,
             "run_id": run_id,
-            "regions": len(writes),
+            "regions": len(written),
         }
         session.merge(*forks)
         write_marker(session.store, day, payload)
@@ -259,7 +295,12 @@ def build_days(
         regions = [Region(day, b) for b in batches(n_nodes, geo.node_chunk)]
         pre = f"{kind}-{day.isoformat()}-{tok}"
         session = ic_repo.writable_session(repo.BRANCH)
-        if kind == TELEMETRY:
+        if kind == TELEMETRY and day_tasks:
+            forks = [session.fork() for _ in regions]
+            writes = [client.submit(_telemetry_day, url, step, geo, day, plan_slabs(store, files, slab_rows), node_idx,
+                                    metric_idx, regions, forks, key=f"day-{pre}", pure=False)]
+            reports = None
+        elif kind == TELEMETRY:
             slabs = plan_slabs(store, files, slab_rows)
             scans = [
                 client.submit(
@@ -284,7 +325,8 @@ def build_days(
         # start the next day only while the older days in flight keep fewer scans than there are workers:
         # every scan holds a full-day window state, so this bounds memory for any range length
         while len(pending) > 1 and (
-            sum(len(e[4]) for e in pending[:-1]) >= workers or (max_days_in_flight and len(pending) > max_days_in_flight)
+            sum(1 if e[4] is None else len(e[4]) for e in pending[:-1]) >= workers
+            or (max_days_in_flight and len(pending) > max_days_in_flight)
         ):
             wait(pending[0][3])
             finish(pending.pop(0))
@@ -295,7 +337,7 @@ def build_days(
             raise repo.CubeConflictError(f"{spec.key}: days {', '.join(d.isoformat() for d in conflicted)} kept "
                                          "conflicting with concurrent builds; nothing of them was published, re-run")
         results += build_days(store, kind, conflicted, client, step, node_batch, epoch, slab_rows, max_days_in_flight,
-                              run_id, max_nodes, _retries - 1)
+                              run_id, max_nodes, _retries - 1, day_tasks)
     if bad:
         for r in results:
             r.report.setdefault("invalid_node_names", bad[:20])
