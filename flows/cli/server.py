@@ -5,14 +5,22 @@ It runs ``prefect server start`` in the foreground with the host/port given; the
 ``PREFECT_API_DATABASE_CONNECTION_URL`` points at PostgreSQL (production: see docs/operations.md,
 infra/postgres.md); the password never appears in what this command prints. Other processes talk to it with
 ``PREFECT_API_URL=http://127.0.0.1:<port>/api``.
+
+The ``prefect server`` child never outlives this process: SIGTERM, SIGHUP and Ctrl-C are passed on to it
+(:func:`run_child`), and on Linux the child asks the kernel for a SIGTERM when its parent dies
+(``prctl(PR_SET_PDEATHSIG)``, :func:`die_with_parent`), so even ``kill -9`` of ``nodewatch server start``
+stops the Prefect server.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
+import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -24,6 +32,73 @@ def server_command(host: str, port: int) -> list[str]:
     exe = Path(sys.executable).with_name("prefect")
     prefect = str(exe) if exe.exists() else (shutil.which("prefect") or "prefect")
     return [prefect, "server", "start", "--host", host, "--port", str(port)]
+
+
+PR_SET_PDEATHSIG = 1
+"""``prctl`` option: the signal the calling process gets when its parent thread exits (linux/prctl.h)."""
+STOP_TIMEOUT_S = 20.0
+"""How long a stopping ``nodewatch server start`` waits for the Prefect server before killing it."""
+
+
+def die_with_parent(parent_pid: int) -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child get SIGTERM when ``parent_pid`` dies (Linux; ``None`` elsewhere).
+
+    Runs in the forked child before ``exec``: sets ``PR_SET_PDEATHSIG`` and, if the parent is already gone
+    (it died between ``fork`` and ``prctl``), terminates at once."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent_pid:
+            os._exit(143)
+
+    return preexec
+
+
+def spawn(argv: list[str], env: dict[str, str]) -> subprocess.Popen:
+    """Start ``argv`` as a child that dies with this process (see :func:`die_with_parent`).
+
+    Call it before starting threads: ``preexec_fn`` runs between ``fork`` and ``exec``."""
+    return subprocess.Popen(argv, env=env, preexec_fn=die_with_parent(os.getpid()))  # noqa: PLW1509
+
+
+def supervise(child: subprocess.Popen, timeout: float = STOP_TIMEOUT_S) -> int:
+    """Wait for ``child`` and return its exit code (0 when this process was asked to stop and it did).
+
+    SIGTERM and SIGHUP of this process are passed on as SIGTERM; after SIGINT (Ctrl-C reaches the whole
+    foreground process group, the child included) the child gets ``timeout`` s before SIGTERM; after another
+    ``timeout`` s it is killed."""
+    stopping: list[int] = []
+    escalations = [signal.SIGTERM, signal.SIGKILL]
+
+    def on_signal(signum: int, _frame: object) -> None:
+        stopping.append(signum)
+        if signum != signal.SIGINT and signal.SIGTERM in escalations and child.poll() is None:
+            escalations.remove(signal.SIGTERM)
+            child.send_signal(signal.SIGTERM)
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+    waited = 0.0
+    try:
+        while True:
+            try:
+                code = child.wait(1.0)
+                break
+            except subprocess.TimeoutExpired:
+                waited = waited + 1.0 if stopping else 0.0
+                if waited >= timeout and escalations:
+                    child.send_signal(escalations.pop(0))
+                    waited = 0.0
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    return 0 if stopping and code in (0, 130, 143, -signal.SIGTERM, -signal.SIGINT) else code
 
 
 def register(app: typer.Typer) -> None:
@@ -44,7 +119,7 @@ def register(app: typer.Typer) -> None:
             help="port of the read-only view of the store's reports, Data Docs and heat maps on 127.0.0.1 "
                  "(0: off); the flows link their artifacts to it when NODEWATCH_REPORTS_URL is set")] = 4201,
     ) -> None:
-        """Start the Prefect server in the foreground (Ctrl-C stops it)."""
+        """Start the Prefect server in the foreground (Ctrl-C or SIGTERM stops it; it never outlives this command)."""
         from nodewatch.flows.cli import UserError, console
 
         env = dict(os.environ)
@@ -59,6 +134,9 @@ def register(app: typer.Typer) -> None:
         console.print(f"Prefect server on http://{host}:{port} (UI), API http://{host}:{port}/api; database "
                       f"{'Postgres/external: ' + db.split('@')[-1] if db else 'SQLite in ' + home}", markup=False)
         console.print(f"other shells: export PREFECT_API_URL=http://{host}:{port}/api", markup=False)
+        if reports_port and not 1 <= reports_port <= 65535:
+            raise UserError(f"--reports-port must be 1-65535 (0: off), got {reports_port}")
+        child = spawn(server_command(host, port), env)  # before the store view's thread (fork + preexec_fn)
         if reports_port:
             from nodewatch.flows.cli._reports import start_reports
 
@@ -66,7 +144,4 @@ def register(app: typer.Typer) -> None:
             if url:
                 console.print(f"store reports and Data Docs (read-only) on {url}/; other shells: export "
                               f"NODEWATCH_REPORTS_URL={url}", markup=False)
-        try:
-            raise SystemExit(subprocess.call(server_command(host, port), env=env))
-        except KeyboardInterrupt:
-            raise SystemExit(0) from None
+        raise SystemExit(supervise(child))
