@@ -11,19 +11,25 @@ given, the environment variable ``NODEWATCH_DASK``:
   ``scancel``-ed is replaced, and the tasks it held are recomputed elsewhere by the scheduler;
 * anything else -- the address of a running scheduler (``tcp://host:8786``).
 
-The workers need the store: a shared file system or an object store (``s3://``) whose credentials
-reach the jobs through the environment (``sbatch`` exports the submitting environment by default);
-nothing of the environment is written into the job script.
+The workers need the store: a shared file system or an object store (``s3://``) and its credentials.
+They never travel in ``sbatch``'s environment export (Slurm keeps a job's environment in its state
+files and shows it to ``scontrol``): the jobs are submitted with ``--export=NONE`` and the job script
+sources a 0600 file in a private 0700 directory (:func:`worker_env_file`: the submitting environment,
+written by the client, removed when the cluster closes). The job script names only that file's path.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 ENV = "NODEWATCH_DASK"
@@ -55,11 +61,38 @@ def _dashboard(address: str | None) -> str | None:
     return f"127.0.0.1{address}" if address.startswith(":") else address
 
 
-def slurm_cluster_kwargs(n_workers: int) -> dict[str, Any]:
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def worker_env_file(environ: dict[str, str] | None = None, parent: str | None = None) -> Path:
+    """Write the workers' environment (``export K=V`` lines) to a 0600 file in a new 0700 directory.
+
+    ``environ`` defaults to this process's environment (``SLURM_*`` left out: Slurm sets its own).
+    ``parent`` (default: Dask's ``jobqueue.slurm.log-directory``, else ``~/.nodewatch``) must be on a file
+    system the compute nodes see. The caller removes the directory (``shutil.rmtree(path.parent)``).
+    """
+    import dask.config
+
+    base = Path(parent or dask.config.get("jobqueue.slurm.log-directory", None) or Path.home() / ".nodewatch")
+    base.mkdir(parents=True, exist_ok=True)
+    d = Path(tempfile.mkdtemp(prefix="nodewatch-worker-env-", dir=base))  # 0700
+    f = d / "env"
+    fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    env = os.environ if environ is None else environ
+    with os.fdopen(fd, "w") as out:
+        for k, v in sorted(env.items()):
+            if _ENV_NAME.match(k) and not k.startswith("SLURM_") and "\0" not in v:
+                out.write(f"export {k}={shlex.quote(v)}\n")
+    return f
+
+
+def slurm_cluster_kwargs(n_workers: int, env_file: Path | None = None) -> dict[str, Any]:
     """Arguments of ``SLURMCluster`` filling what Dask's ``jobqueue.slurm`` config leaves unset.
 
     One worker process with one thread per job unless configured (``cores``, ``memory``), this venv's
-    Python, a dashboard on loopback only, and a job name naming nodewatch.
+    Python, a dashboard on loopback only, and a job name naming nodewatch. With ``env_file``
+    (:func:`worker_env_file`) the jobs get ``--export=NONE`` and source that file instead: no variable of
+    the submitting environment (credentials) is handed to ``sbatch``.
     """
     import dask.config
 
@@ -67,6 +100,11 @@ def slurm_cluster_kwargs(n_workers: int) -> dict[str, Any]:
         return dask.config.get(f"jobqueue.slurm.{key}", None)
 
     kw: dict[str, Any] = {"python": sys.executable}
+    if env_file is not None:
+        directives = cfg("job-extra-directives") or []
+        kw["job_extra_directives"] = [d for d in directives if not str(d).startswith("--export")] + ["--export=NONE"]
+        kw["job_script_prologue"] = [f"set -a; . {shlex.quote(str(env_file))}; set +a",
+                                     *(cfg("job-script-prologue") or [])]
     if cfg("cores") is None:
         kw["cores"] = 1
     if cfg("memory") is None:
@@ -93,7 +131,12 @@ def slurm_client(n_workers: int, wait_s: float = 300.0) -> Iterator[Any]:
         raise RuntimeError(f"{ENV}=slurm needs dask-jobqueue (pip install -c constraints.txt dask-jobqueue)") from None
     from distributed import Client
 
-    cluster = SLURMCluster(**slurm_cluster_kwargs(n_workers))
+    env_file = worker_env_file()
+    try:
+        cluster = SLURMCluster(**slurm_cluster_kwargs(n_workers, env_file))
+    except BaseException:
+        shutil.rmtree(env_file.parent, ignore_errors=True)
+        raise
     try:
         cluster.adapt(minimum_jobs=n_workers, maximum_jobs=n_workers, interval="1s", wait_count=1)
         client = Client(cluster)
@@ -109,6 +152,7 @@ def slurm_client(n_workers: int, wait_s: float = 300.0) -> Iterator[Any]:
             client.close()
     finally:
         cluster.close()
+        shutil.rmtree(env_file.parent, ignore_errors=True)
 
 
 @contextmanager
