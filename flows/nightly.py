@@ -96,16 +96,18 @@ SCORE_CACHE_AGE = timedelta(days=30)
 # JSON in the store instead (nodewatch.tasks.core.result_cache): data only, never code.
 @task(name="score-batches", task_run_name="score-{name}", cache_policy=NO_CACHE, persist_result=False,
       retries=1, retry_delay_seconds=5)
-def score_task(jobs: tuple[ScoreJob, ...], fingerprint: str | None, name: str, refresh: bool = False) -> list[dict[str, Any]]:
+def score_task(jobs: tuple[ScoreJob, ...], fingerprint: str | None, name: str, refresh: bool = False,
+               dask: str | None = None) -> list[dict[str, Any]]:
     """Score a group of (day, node batch) regions; raises :class:`PartialScoringError` if any failed.
 
     A group with a failed batch is a failed task (never cached as done), carrying the outputs of
     the batches it did score; each failure names its batch's nodes. A group scored before with the same
     (day, batches, code version, model run, telemetry fingerprint) returns its cached outputs unless
-    ``refresh``.
+    ``refresh``. With ``dask`` (a scheduler address: ``NODEWATCH_DASK``) the group is scored as one task there.
     """
     from nodewatch.tasks.anomaly.score import score_regions
     from nodewatch.tasks.core.result_cache import load_result, save_result
+    from nodewatch.tasks.cubes.cluster import run_on
 
     st = Store(jobs[0].store_url)
     key = _score_cache_key(None, {"jobs": jobs, "fingerprint": fingerprint})
@@ -113,7 +115,7 @@ def score_task(jobs: tuple[ScoreJob, ...], fingerprint: str | None, name: str, r
         hit = load_result(st, key, SCORE_CACHE_AGE)
         if hit is not None:
             return hit
-    out = score_regions(jobs)
+    out = run_on(dask, score_regions, jobs)
     save_result(st, key, out)
     return out
 
@@ -150,11 +152,11 @@ def checkpoint_task(store: str) -> dict[str, Any]:
 
 
 @task(name="node-states", cache_policy=NO_CACHE, **IO_RETRIES)
-def states_task(start: date, end: date, store: str) -> dict[str, Any]:
-    """SaNSA node states of ``start..end`` (needs staged syslog)."""
+def states_task(start: date, end: date, store: str, rebuild_cube: bool = False) -> dict[str, Any]:
+    """SaNSA node states of ``start..end`` (needs staged syslog); ``rebuild_cube`` rewrites the state cube."""
     from nodewatch.flows.states import run_states_build
 
-    m = run_states_build(start, end, store)
+    m = run_states_build(start, end, store, rebuild_cube)
     return {"run_id": m["run_id"], "status": m["status"], "nodes": m["outputs"].get("nodes"),
             "failure_events": m["counts"].get("failure_events", {}).get("staged", 0)}
 
@@ -206,6 +208,7 @@ def _score_days(st: Store, days: list[date], kind: str, model_run: str, force: b
                 workers: int) -> dict[date, dict[str, Any]]:
     """Score all (day, node batch) regions of ``days`` in parallel, then finish each day."""
     from nodewatch.tasks.anomaly.score import group_jobs, region_jobs, scores_cube_id
+    from nodewatch.tasks.cubes.cluster import fanout
 
     logger = get_run_logger()
     prepare_scores_task(st.url)
@@ -214,10 +217,11 @@ def _score_days(st: Store, days: list[date], kind: str, model_run: str, force: b
     cube_id = scores_cube_id(st)
     runner = ThreadPoolTaskRunner(max_workers=max(1, workers))
     futures: dict[date, list[tuple[tuple[ScoreJob, ...], Any]]] = {}
-    with runner:
+    with fanout(None, workers) as dask_at, runner:  # NODEWATCH_DASK=slurm/address: the groups run on that cluster
         for d, groups in jobs.items():
             fp = f"{telemetry_fingerprint(st, d)}-{cube_id}"
-            futures[d] = [(g, runner.submit(score_task, {"jobs": g, "fingerprint": fp, "name": _group_name(g), "refresh": force}))
+            futures[d] = [(g, runner.submit(score_task, {"jobs": g, "fingerprint": fp, "name": _group_name(g),
+                                                         "refresh": force, "dask": dask_at}))
                           for g in groups]
         out: dict[date, dict[str, Any]] = {}
         for d, fs in futures.items():
@@ -511,8 +515,9 @@ def backfill(start: date, end: date, force: bool = False, inbox: str | None = No
         if states and st.staged_dates("syslog") and todo:
             with rec.step("states"):
                 try:
-                    rec.add_output("states", states_task(min(todo), max(todo), st.url))
-                except Exception as e:  # noqa: BLE001
+                    first, last, rebuild = _states_range(st, min(todo), max(todo))
+                    rec.add_output("states", states_task(first, last, st.url, rebuild))
+                except Exception as e:  # noqa: BLE001 - the reports are still written; the flow ends Failed below
                     rec.error(f"states: {type(e).__name__}: {e}")
         with rec.step("report"):
             reports = {d.isoformat(): _report(st, d, s, {"backfill": {"status": "done", "details": f"run {rec.run_id}"}},
@@ -533,7 +538,33 @@ def backfill(start: date, end: date, force: bool = False, inbox: str | None = No
     if failed:
         raise PartialRunError(f"backfill {start}..{end}: scoring failed for node(s) {', '.join(failed[:50])}; "
                               f"manifest runs/{m['run_id']}.json")
+    if m["errors"]:  # a failed step (states) fails the flow run: the manifest is 'partial', the UI shows Failed
+        raise PartialRunError(f"backfill {start}..{end}: {m['errors'][0][:300]}; everything else completed "
+                              f"(manifest runs/{m['run_id']}.json)")
     return m
+
+
+def _states_range(st: Store, first: date, last: date) -> tuple[date, date, bool]:
+    """The days a backfill of ``first..last`` must (re)build states for, and whether the state cube is rebuilt.
+
+    The state cube only grows forward: when it starts after ``first`` (a nightly ran before this backfill
+    of earlier days) it is rebuilt from ``first`` through its last day (and the last staged syslog day), so
+    later days keep their states (day-by-day builds equal one build of the range: the carry of
+    tasks/states/build.py).
+    """
+    from nodewatch.schemas.states import CUBE_PATH
+    from nodewatch.tasks.cubes import repo
+
+    try:
+        ds = repo.open_dataset(st, CUBE_PATH.split("/")[-1])
+        t0 = date.fromisoformat(str(ds["time"].values[0])[:10])
+        t1 = date.fromisoformat(str(ds["time"].values[-1])[:10])
+    except Exception:  # noqa: BLE001 - no state cube yet (or unreadable: the build itself reports why)
+        return first, last, False
+    if t0 <= first:
+        return first, last, False
+    staged = [date.fromisoformat(str(d)[:10]) for d in st.staged_dates("syslog")]
+    return first, max([last, t1, *(d for d in staged if d >= first)]), True
 
 
 @flow(name="train_weekly", flow_run_name=flow_run_name, log_prints=True)
