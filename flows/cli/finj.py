@@ -19,17 +19,19 @@ finj_app = typer.Typer(
 @finj_app.command("generate")
 def generate_cmd(
     out: Annotated[Path, typer.Option(help="Workload file to write (must not exist).")],
-    span: Annotated[float, typer.Option(help="Length of the workload in seconds.")] = 7200.0,
+    span: Annotated[float, typer.Option(help="Length of the workload in seconds.")] = 7500.0,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
-    fault_gap: Annotated[float, typer.Option(help="Mean seconds between fault starts (exponentiated Weibull).")] = 110.0,
-    fault_duration: Annotated[float, typer.Option(help="Mean fault duration in seconds (Johnson SU).")] = 75.0,
+    fault_gap: Annotated[float, typer.Option(help="Mean seconds between fault starts (exponentiated Weibull).")] = 330.0,
+    fault_duration: Annotated[
+        float, typer.Option(help="Mean fault duration in seconds (Johnson SU; the paper's are about 5 min).")
+    ] = 240.0,
     blocks: Annotated[
         bool,
         typer.Option(
             help="Two blocks like the paper's Table 1: CPU/memory faults with CPU "
             "applications, then disk faults with the file I/O application."
         ),
-    ] = True,
+    ] = False,
     cores: Annotated[int, typer.Option(help="Cores of the target node (default: this machine's).")] = 0,
     as_json: JsonOpt = False,
 ) -> None:
@@ -55,8 +57,9 @@ def generate_cmd(
     common = dict(
         fault_gap_mean=fault_gap,
         fault_dur_mean=fault_duration,
-        fault_dur_min=min(30.0, fault_duration),
-        fault_dur_max=max(180.0, 2 * fault_duration),
+        fault_dur_min=min(120.0, fault_duration / 2),
+        fault_dur_max=2 * fault_duration,
+        min_fault_gap=min(60.0, fault_gap / 2),
     )
     if blocks:
         cpu = GeneratorSpec(

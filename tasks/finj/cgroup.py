@@ -45,8 +45,22 @@ class RunCgroups:
         return cls(int(d["version"]), tuple(d["base"]), {k: tuple(v) for k, v in d["dirs"].items()})
 
 
+OPTIONAL_V1 = ("cpuacct", "blkio")
+"""v1 hierarchies joined when present and writable: the sampler reads the run's CPU time (per core) and block
+I/O from them (LDMS ``procstat``/``cgroup``-sampler style)."""
+
+
 def _v1_roots() -> list[Path]:
     return [ROOT / c for c in ("cpu", "memory")]
+
+
+def _v1_optional() -> list[Path]:
+    out = []
+    for c in OPTIONAL_V1:
+        r = ROOT / c
+        if (r / "cgroup.procs").is_file() and os.access(r, os.W_OK) and r.resolve() not in {x.resolve() for x in _v1_roots()}:
+            out.append(r)
+    return out
 
 
 def detect() -> tuple[int, str]:
@@ -71,7 +85,8 @@ def create(run: str) -> RunCgroups | None:
     if version == 2:
         base = ROOT / name
         base.mkdir()
-        (base / "cgroup.subtree_control").write_text("+cpu +memory")
+        ctl = set((ROOT / "cgroup.controllers").read_text().split())
+        (base / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in ("cpu", "memory", "io") if c in ctl))
         dirs = {}
         for g in GROUPS:
             (base / g).mkdir()
@@ -79,7 +94,7 @@ def create(run: str) -> RunCgroups | None:
         return RunCgroups(2, (str(base),), dirs)
     bases = []
     dirs = {g: [] for g in GROUPS}
-    for r in _v1_roots():
+    for r in _v1_roots() + _v1_optional():
         b = r / name
         b.mkdir()
         bases.append(str(b))
@@ -163,3 +178,122 @@ def set_memory_limit(dirs: tuple[str, ...], version: int, limit: int | None, sta
             if stall and Path(d, "memory.oom_control").exists():
                 Path(d, "memory.oom_control").write_text("0" if limit is None else "1")
             Path(d, "memory.limit_in_bytes").write_text("-1" if limit is None else str(limit))
+
+
+# ----------------------------------------------------------------------------- statistics (sampler)
+_V1_MEMSTAT = ("rss", "cache", "mapped_file", "pgfault", "pgmajfault", "pgpgin", "pgpgout")
+_V2_MEMSTAT = ("anon", "file", "pgfault", "pgmajfault")
+CGROUP_COUNTERS = frozenset(
+    {
+        "cpu_usage",
+        "cpu_user",
+        "cpu_system",
+        "nr_periods",
+        "nr_throttled",
+        "throttled_s",
+        "pgfault",
+        "pgmajfault",
+        "pgpgin",
+        "pgpgout",
+        "mem_failcnt",
+        "mem_events_high",
+        "mem_events_max",
+        "io_read_bytes",
+        "io_write_bytes",
+        "io_read_ops",
+        "io_write_ops",
+    }
+)
+"""Cumulative fields of :func:`group_stats` (features use their first derivative)."""
+
+
+def _kv(path: Path) -> dict[str, float]:
+    out: dict[str, float] = {}
+    with contextlib.suppress(OSError):
+        for line in path.read_text().splitlines():
+            k, _, v = line.partition(" ")
+            with contextlib.suppress(ValueError):
+                out[k] = float(v)
+    return out
+
+
+def _num(path: Path) -> float | None:
+    try:
+        return float(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def group_stats(dirs: tuple[str, ...], version: int) -> tuple[dict[str, float], list[float]]:
+    """(node-level fields, per-core CPU seconds) of one group: what LDMS's cgroup sampler records.
+
+    Fields (seconds / bytes / counts): ``cpu_usage`` (+ ``cpu_user``/``cpu_system`` on v2), ``nr_periods``,
+    ``nr_throttled``, ``throttled_s``, ``mem_usage``, memory.stat fields, ``mem_failcnt`` (v1) or
+    ``mem_events_high``/``mem_events_max`` (v2), ``io_{read,write}_{bytes,ops}``. Per-core CPU time only on v1
+    (``cpuacct.usage_percpu``). A file the kernel does not offer is left out.
+    """
+    out: dict[str, float] = {}
+    per_core: list[float] = []
+    for d in map(Path, dirs):
+        if version == 2:
+            st = _kv(d / "cpu.stat")
+            for k, name in (
+                ("usage_usec", "cpu_usage"),
+                ("user_usec", "cpu_user"),
+                ("system_usec", "cpu_system"),
+                ("throttled_usec", "throttled_s"),
+            ):
+                if k in st:
+                    out[name] = st[k] / 1e6
+            for k in ("nr_periods", "nr_throttled"):
+                if k in st:
+                    out[k] = st[k]
+            if (v := _num(d / "memory.current")) is not None:
+                out["mem_usage"] = v
+            ms = _kv(d / "memory.stat")
+            out.update({k: ms[k] for k in _V2_MEMSTAT if k in ms})
+            ev = _kv(d / "memory.events")
+            for k in ("high", "max"):
+                if k in ev:
+                    out[f"mem_events_{k}"] = ev[k]
+            io = {"rbytes": 0.0, "wbytes": 0.0, "rios": 0.0, "wios": 0.0}
+            with contextlib.suppress(OSError):
+                for line in (d / "io.stat").read_text().splitlines():
+                    for kv in line.split()[1:]:
+                        k, _, v = kv.partition("=")
+                        if k in io:
+                            io[k] += float(v)
+            if (d / "io.stat").exists():
+                out.update(
+                    io_read_bytes=io["rbytes"], io_write_bytes=io["wbytes"], io_read_ops=io["rios"], io_write_ops=io["wios"]
+                )
+            continue
+        if (v := _num(d / "cpuacct.usage")) is not None:
+            out["cpu_usage"] = v / 1e9
+            with contextlib.suppress(OSError, ValueError):
+                per_core = [float(x) / 1e9 for x in (d / "cpuacct.usage_percpu").read_text().split()]
+        if (d / "cpu.stat").exists():
+            st = _kv(d / "cpu.stat")
+            for k in ("nr_periods", "nr_throttled"):
+                if k in st:
+                    out[k] = st[k]
+            if "throttled_time" in st:
+                out["throttled_s"] = st["throttled_time"] / 1e9
+        if (v := _num(d / "memory.usage_in_bytes")) is not None:
+            out["mem_usage"] = v
+            ms = _kv(d / "memory.stat")
+            out.update({k: ms[k] for k in _V1_MEMSTAT if k in ms})
+            if (f := _num(d / "memory.failcnt")) is not None:
+                out["mem_failcnt"] = f
+        svc = d / "blkio.throttle.io_service_bytes"
+        if svc.exists():
+            for fname, kind in (("blkio.throttle.io_service_bytes", "bytes"), ("blkio.throttle.io_serviced", "ops")):
+                r = w = 0.0
+                with contextlib.suppress(OSError):
+                    for line in (d / fname).read_text().splitlines():
+                        p = line.split()
+                        if len(p) == 3 and p[1] in ("Read", "Write"):
+                            r += float(p[2]) if p[1] == "Read" else 0.0
+                            w += float(p[2]) if p[1] == "Write" else 0.0
+                out[f"io_read_{kind}"], out[f"io_write_{kind}"] = r, w
+    return out, per_core

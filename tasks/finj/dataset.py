@@ -41,6 +41,9 @@ class Raw:
     """(seconds, columns) float64."""
     events: list[dict[str, str]]
     n_cores: int
+    excluded: tuple[tuple[float, float], ...] = ()
+    """Epoch-second intervals whose windows are dropped (``exclude.csv`` of the campaign: something else injected
+    faults on the machine then, e.g. a test's mini campaign)."""
 
 
 def read_raw(campaign: Path, max_bytes: int = 4 * 2**30) -> Raw:
@@ -91,7 +94,51 @@ def read_raw(campaign: Path, max_bytes: int = 4 * 2**30) -> Raw:
     with _open("events.csv") as fh:
         events = list(csv.DictReader(line.decode("utf-8", "replace") for line in fh))
     cores = {int(c.split("#", 1)[1]) for c in metric_cols if "#" in c and c.split("#", 1)[1].isdigit()}
-    return Raw(t0, metric_cols, grid, events, (max(cores) + 1) if cores else 1)
+    excluded: list[tuple[float, float]] = []
+    if (campaign / "exclude.csv").is_file():
+        with _open("exclude.csv") as fh:
+            for row in csv.DictReader(line.decode("utf-8", "replace") for line in fh):
+                try:
+                    a, b = float(row["start"]), float(row["end"])
+                except (KeyError, TypeError, ValueError):
+                    raise CampaignError(f"exclude.csv: bad row {row} (start,end,reason in epoch seconds)") from None
+                excluded.append((a, b))
+    return add_derived(Raw(t0, metric_cols, grid, events, (max(cores) + 1) if cores else 1, tuple(excluded)))
+
+
+EXCLUDED_PREFIXES = ("cgroup.faults.",)
+"""Raw metrics never used as features: the fault programs' own cgroup would name the injection itself (a real
+fault does not live in a labelled cgroup); it stays in ``raw.csv`` for checking the campaign."""
+_BUSY = ("user", "nice", "sys", "irq", "softirq")
+
+
+def add_derived(raw: Raw) -> Raw:
+    """Append ``derived.nonjob_cpu`` (node) and ``derived.nonjob_cpu#k`` (per core): CPU seconds spent by
+    everything but the job (node or core busy time from ``/proc/stat`` minus the ``apps`` cgroup's CPU time),
+    a counter like its sources. It tells interference on a core (another process: a fault, or other users'
+    work on a shared machine) from the job's own load, which the absolute node totals mix up. No-op when the
+    campaign has no ``apps`` cgroup columns (older campaigns, staged telemetry)."""
+    col = {c: i for i, c in enumerate(raw.columns)}
+    if "cgroup.apps.cpu_usage" not in col or any(c.startswith("derived.") for c in col):
+        return raw
+    names, cols = [], []
+
+    def busy(suffix: str) -> np.ndarray | None:
+        idx = [col.get(f"procstat.{f}{suffix}") for f in _BUSY]
+        if any(i is None for i in idx):
+            return None
+        return raw.values[:, idx].sum(axis=1)
+
+    pairs = [("", "cgroup.apps.cpu_usage")] + [(f"#{k}", f"cgroup.apps.cpu_usage#{k}") for k in range(raw.n_cores)]
+    for suffix, job in pairs:
+        b = busy(suffix)
+        if b is None or job not in col:
+            continue
+        names.append(f"derived.nonjob_cpu{suffix}")
+        cols.append(b - raw.values[:, col[job]])
+    if not cols:
+        return raw
+    return Raw(raw.t0, [*raw.columns, *names], np.column_stack([raw.values, *cols]), raw.events, raw.n_cores, raw.excluded)
 
 
 def per_second_state(raw: Raw) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -147,7 +194,7 @@ class Dataset:
 def choose_layout(raw: Raw, allocated: bool = True) -> FeatureLayout:
     """Node/core metric split with constant metrics dropped (Sec. 6: constant metrics are redundant); with
     ``allocated`` the ``allocated`` metric (from the engine's events) leads both lists."""
-    var = raw.values.std(axis=0) > 0
+    var = (raw.values.std(axis=0) > 0) & np.array([not c.startswith(EXCLUDED_PREFIXES) for c in raw.columns], bool)
     node = [c for c, v in zip(raw.columns, var, strict=True) if "#" not in c and v]
     core_bases = sorted({c.split("#", 1)[0] for c, v in zip(raw.columns, var, strict=True) if "#" in c and v})
     core = [b for b in core_bases if all(f"{b}#{k}" in raw.columns for k in range(raw.n_cores))]
@@ -197,4 +244,8 @@ def build_raw(raw: Raw, layout: FeatureLayout | None = None, window: int = WINDO
     feats = core_features(node_x, cores, layout, ends, window, step)
     labels, _, _ = per_second_state(raw)
     mode, recent, amb = window_labels(labels, ends, window)
-    return Dataset(feats, layout.feature_names(), ends + raw.t0, mode, recent, amb, layout)
+    keep = np.ones(ends.size, bool)
+    for a, b in raw.excluded:  # windows [end - window + 1, end] overlapping an excluded interval
+        start_s = ends + raw.t0 - (window - 1)
+        keep &= ~((start_s <= b) & (ends + raw.t0 >= a))
+    return Dataset(feats[keep], layout.feature_names(), ends[keep] + raw.t0, mode[keep], recent[keep], amb[keep], layout)

@@ -165,7 +165,7 @@ class Engine:
                 "sys",
                 None,
                 self.out / "logs" / "sampler.log",
-                {},
+                {"NWFINJ_CGROUPS": json.dumps(self.cg.to_json())} if self.cg is not None else {},
             )
 
     def _spawn(

@@ -10,6 +10,11 @@ once per second, aligned to whole seconds, and appends one row per sample to two
 * ``DIR/raw.csv``: every field, ``<plugin>.<field>`` for node metrics and ``<plugin>.<field>#<core>`` for
   per-core ones (raw counters), the input of the fault-classification features (``features.py``).
 
+With the run's control groups (env ``NWFINJ_CGROUPS``, set by the engine) ``raw.csv`` also holds, like LDMS's
+cgroup/procstat samplers, the ``apps`` and ``faults`` groups' own CPU time (per core on cgroup v1), throttling,
+memory and block I/O (``cgroup.<group>.<field>[#core]``, ``cgroup.py:group_stats``): the campaign's own
+processes, apart from whatever else runs on the machine.
+
 Stops on SIGTERM/SIGINT (the row being written is completed) or after ``--duration`` seconds.
 """
 
@@ -47,6 +52,12 @@ _VMSTAT_GAUGE = re.compile(r"^nr_(?!dirtied|written|foll_pin|unstable|vmscan|shm
 def is_counter(name: str) -> bool:
     """Whether a raw metric name is a cumulative counter (features use its first derivative instead)."""
     base = name.split("#", 1)[0]
+    if base.startswith("derived."):
+        return True  # dataset.add_derived: differences of CPU-time counters
+    if base.startswith("cgroup."):
+        from nodewatch.tasks.finj.cgroup import CGROUP_COUNTERS
+
+        return base.rsplit(".", 1)[-1] in CGROUP_COUNTERS
     if base in ("procstat.procs_running", "procstat.procs_blocked", "diskstats.in_flight"):
         return False
     if base.startswith(NODE_COUNTERS_PREFIX):
@@ -61,9 +72,40 @@ def _read(path: str) -> str:
         return fh.read()
 
 
-def sample() -> dict[str, float]:
-    """One sample of every raw metric."""
+def cgroup_sample(cg: object | None) -> dict[str, float]:
+    """The ``apps`` and ``faults`` groups' statistics (``cgroup.<group>.<field>``, per core ``cgroup.<group>.cpu_usage#k``)."""
+    from nodewatch.tasks.finj.cgroup import group_stats
+
     out: dict[str, float] = {}
+    if cg is None:
+        return out
+    for g in ("apps", "faults"):
+        fields, per_core = group_stats(cg.dirs[g], cg.version)  # type: ignore[attr-defined]
+        out.update({f"cgroup.{g}.{k}": v for k, v in fields.items()})
+        out.update({f"cgroup.{g}.cpu_usage#{k}": v for k, v in enumerate(per_core)})
+    return out
+
+
+def _run_cgroups() -> object | None:
+    import json
+
+    from nodewatch.tasks.finj.cgroup import RunCgroups
+
+    text = os.environ.get("NWFINJ_CGROUPS")
+    if not text:
+        return None
+    try:
+        cg = RunCgroups.from_json(json.loads(text))
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not all(os.path.realpath(d).startswith("/sys/fs/cgroup/") for ds in cg.dirs.values() for d in ds):
+        return None
+    return cg
+
+
+def sample(cg: object | None = None) -> dict[str, float]:
+    """One sample of every raw metric (and of the run's cgroups ``cg``, when given)."""
+    out: dict[str, float] = cgroup_sample(cg)
     ticks = os.sysconf("SC_CLK_TCK")
     for line in _read("/proc/stat").splitlines():
         parts = line.split()
@@ -195,12 +237,13 @@ def run(out: Path, node: str, duration: float | None = None, interval: float = 1
     end = time.time() + duration if duration else math.inf
     prev, prev_t, n = None, 0.0, 0
     full = None
+    cg = _run_cgroups()
     try:
         while not stop and time.time() < end:
             nxt = math.floor(time.time() / interval + 1) * interval
             time.sleep(max(0.0, nxt - time.time()))
             t = time.time()
-            s = sample()
+            s = sample(cg)
             if full is None:
                 full = sorted(s)
             raw.write(t, s)

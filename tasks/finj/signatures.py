@@ -16,9 +16,23 @@ import numpy as np
 from nodewatch.tasks.finj.catalog import FAULTS
 from nodewatch.tasks.finj.dataset import CLASSES, Raw, per_second_state
 
-METRICS = ("cpu0_user", "cpu0_sys", "cpu0_iowait", "cpu0_idle", "load1", "procs_running", "procs_blocked", "mem_used",
-           "mem_free", "mem_cached", "ctx_switches_rate", "interrupts_rate", "disk_read_bytes_rate",
-           "disk_write_bytes_rate", "disk_util")
+METRICS = (
+    "cpu0_user",
+    "cpu0_sys",
+    "cpu0_iowait",
+    "cpu0_idle",
+    "load1",
+    "procs_running",
+    "procs_blocked",
+    "mem_used",
+    "mem_free",
+    "mem_cached",
+    "ctx_switches_rate",
+    "interrupts_rate",
+    "disk_read_bytes_rate",
+    "disk_write_bytes_rate",
+    "disk_util",
+)
 
 
 def measure(raw: Raw, campaign: str = "") -> dict[str, Any]:

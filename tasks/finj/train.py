@@ -142,6 +142,10 @@ def evaluate(
             progress(f"{model} {labels} {order}")
         y = ds.recent if labels == "recent" else ds.mode
         xs, ys = (x[~ds.ambiguous], y[~ds.ambiguous]) if labels == "mode_unambiguous" else (x, y)
+        if len(ys) < k or len(set(ys.tolist())) < 2:
+            if progress:
+                progress(f"{model} {labels} {order}: skipped ({len(ys)} windows, {len(set(ys.tolist()))} classes)")
+            continue
         t0 = time.perf_counter()
         pred = cross_val_predict(model, xs, ys, k, order == "shuffled", seed)
         per, w, mac = fscores(ys, pred, [c for c in present if (ys == c).any()])

@@ -43,13 +43,14 @@ def _task_pids(out: Path) -> list[int]:
 
 @pytest.mark.slow
 def test_mini_campaign(tmp_path: Path) -> None:
-    """~60 s of real faults on this machine, sampled every second, turned into labelled windows."""
+    """~32 s of real faults on this machine, sampled every second, turned into labelled windows (20-s windows
+    every 5 s here: the pipeline is the same as with the paper's 60 s, the test stays short)."""
     from nodewatch.tasks.finj.dataset import CLASSES, build, per_second_state, read_raw
     from nodewatch.tasks.ingest.base import ParseContext
     from nodewatch.tasks.ingest.telemetry import parse_ldms_csv
 
     wl = HEADER + (
-        f"0; 62; 1; False; None; dgemm\n4; 20; 2; True; 0; leak\n28; 14; 3; True; {LAST}; dial l\n46; 12; 4; True; 0; copy l\n"
+        f"0; 32; 1; False; None; dgemm\n2; 10; 2; True; 0; leak\n14; 8; 3; True; {LAST}; dial l\n24; 6; 4; True; 0; copy l\n"
     )
     out = tmp_path / "c"
     summary = run_campaign(parse_text(wl, NCORES), EngineConfig(out=out, node="minicn01", disk_cap=64 * 2**20))
@@ -63,19 +64,30 @@ def test_mini_campaign(tmp_path: Path) -> None:
     assert not any((out / "scratch").iterdir())
     # the sampler wrote ~1 row per second
     raw = read_raw(out)
-    assert 55 <= raw.values.shape[0] <= 75
+    assert 27 <= raw.values.shape[0] <= 42
     labels, alloc_node, _ = per_second_state(raw)
     leak_s = int((labels == CLASSES.index("leak")).sum())
-    assert 15 <= leak_s <= 22 and (labels == CLASSES.index("dial")).sum() >= 10
+    assert 8 <= leak_s <= 12 and (labels == CLASSES.index("dial")).sum() >= 6
     assert alloc_node.mean() > 0.8
-    # memory really leaked: free memory fell during the leak (16 MiB/s for ~19 s)
-    free = raw.values[:, raw.columns.index("meminfo.MemFree")]
+    # memory really leaked (16 MiB/s for ~9 s): charged to the run's fault cgroup (node-wide free memory also
+    # moves with everything else on a shared machine, so it is only the fallback without cgroups)
     on = np.flatnonzero(labels == CLASSES.index("leak"))
-    assert free[on[0] - 1] - free[on[-1]] > 100 * 2**20
-    ds = build(out)
+    col = raw.columns.index
+    if cgmod.detect()[0]:
+        # the campaign's own cgroups were sampled: the job (dgemm) used CPU; the fault group is not a feature,
+        # the derived non-job CPU time is
+        assert raw.values[on, col("cgroup.faults.mem_usage")].max() > 60 * 2**20
+        job_cpu = raw.values[:, col("cgroup.apps.cpu_usage")]
+        assert job_cpu[-1] - job_cpu[0] > 1.0
+        assert "derived.nonjob_cpu" in raw.columns and f"derived.nonjob_cpu#{LAST}" in raw.columns
+    else:
+        free = raw.values[:, col("meminfo.MemFree")]
+        assert free[on[0] - 1] - free[on[-1]] > 60 * 2**20
+    ds = build(out, window=20, step=5)
     assert ds.features.shape[1] == NCORES and ds.features.shape[2] == len(ds.names)
     assert np.isfinite(ds.features).all()
     assert CLASSES.index("leak") in set(ds.mode.tolist()) and ds.ambiguous.any()
+    assert not any(n.startswith("cgroup.faults.") for n in ds.names)
     # the catalogue file goes through the product's own LDMS parser
     rows = rejects = 0
     with open(out / "ldms" / "minicn01.csv", "rb") as fh:
@@ -83,7 +95,7 @@ def test_mini_campaign(tmp_path: Path) -> None:
             rows += res.rows.num_rows
             rejects += res.rejects.num_rows
             assert set(res.rows.column("node").to_pylist()) <= {"minicn01"}
-    assert rows > 50 * 20 and rejects <= 12  # counters: the first sample has no rate
+    assert rows > 25 * 20 and rejects <= 12  # counters: the first sample has no rate
 
 
 def _engine_subprocess(tmp_path: Path, wl: str) -> tuple[subprocess.Popen, Path]:
@@ -97,8 +109,10 @@ def _engine_subprocess(tmp_path: Path, wl: str) -> tuple[subprocess.Popen, Path]
     )
     # SIGINT back to its default in the engine: a test run started in the background (``cmd &`` in a
     # non-interactive shell, as CI scripts do) ignores SIGINT, and Python keeps an inherited SIG_IGN.
-    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "w.csv"), str(out)],
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path / "w.csv"), str(out)],
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     return proc, out
 
 

@@ -141,3 +141,28 @@ def test_concat_shifts_and_renumbers() -> None:
     b = [Task(0, 5, 1, True, (0,), "copy")]
     out = concat([a, b], pause=5)
     assert [(t.timestamp, t.seq) for t in out] == [(0, 1), (15, 2)]
+
+
+def test_generator_rounds_spread_every_program_over_the_span() -> None:
+    # defaults (the 2-h campaign's): every program once per round, one intensity per round, alternating, so
+    # time-ordered CV folds see every program more than once; faults 60 s apart at least (no window holds two)
+    spec = GeneratorSpec(span=8400)
+    tasks = generate(spec, 25, 2)
+    faults = [t for t in tasks if t.is_fault]
+    n = len(spec.faults)
+    rounds = [faults[i : i + n] for i in range(0, len(faults), n)]
+    assert len(rounds) >= 2
+    for r in rounds:
+        assert len({t.program for t in r}) == len(r) and len({t.low for t in r}) == 1
+    assert [r[0].low for r in rounds[1:]] == [not r[0].low for r in rounds[:-1]]
+    gaps = [b.timestamp - (a.timestamp + a.duration) for a, b in zip(faults, faults[1:], strict=False)]
+    assert min(gaps) >= 60 - 1
+    assert np.mean([t.duration for t in faults]) == pytest.approx(240, rel=0.15)
+    # an application overlapping an I/O-error fault is the file I/O application (else the fault has no effect)
+    for f in (t for t in faults if t.program == "ioerr"):
+        over = [
+            a
+            for a in tasks
+            if not a.is_fault and a.timestamp < f.timestamp + f.duration and f.timestamp < a.timestamp + a.duration
+        ]
+        assert all(a.program == "fileio" for a in over)

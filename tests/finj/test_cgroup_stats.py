@@ -1,0 +1,110 @@
+"""The run's cgroup statistics as the sampler reads them (cgroup v1 and v2 file formats), the derived non-job
+CPU metric, and windows dropped by a campaign's ``exclude.csv``.
+
+The v1 path is also exercised for real by ``test_engine.py::test_mini_campaign`` on a v1 machine; the v2 files
+here are written in the kernel's formats (Documentation/admin-guide/cgroup-v2.rst) because this machine has v1.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nodewatch.tasks.finj.cgroup import group_stats
+from nodewatch.tasks.finj.dataset import Raw, add_derived, build_raw, choose_layout
+from nodewatch.tasks.finj.sampler import is_counter
+
+
+def _write(d: Path, files: dict[str, str]) -> str:
+    d.mkdir(parents=True)
+    for k, v in files.items():
+        (d / k).write_text(v)
+    return str(d)
+
+
+def test_group_stats_v2(tmp_path: Path) -> None:
+    d = _write(
+        tmp_path / "apps",
+        {
+            "cpu.stat": "usage_usec 2500000\nuser_usec 2000000\nsystem_usec 500000\nnr_periods 10\nnr_throttled 4\n"
+            "throttled_usec 300000\n",
+            "memory.current": "104857600\n",
+            "memory.stat": "anon 73400320\nfile 31457280\npgfault 1200\npgmajfault 3\nother 9\n",
+            "memory.events": "low 0\nhigh 7\nmax 2\noom 0\noom_kill 0\n",
+            "io.stat": "8:0 rbytes=4096 wbytes=8192 rios=1 wios=2 dbytes=0 dios=0\n"
+            "8:16 rbytes=4096 wbytes=0 rios=1 wios=0 dbytes=0 dios=0\n",
+        },
+    )
+    s, per_core = group_stats((d,), 2)
+    assert per_core == []
+    assert s["cpu_usage"] == 2.5 and s["cpu_user"] == 2.0 and s["cpu_system"] == 0.5
+    assert s["nr_throttled"] == 4 and s["throttled_s"] == pytest.approx(0.3)
+    assert s["mem_usage"] == 100 * 2**20 and s["anon"] == 70 * 2**20 and s["pgfault"] == 1200
+    assert s["mem_events_high"] == 7 and s["mem_events_max"] == 2
+    assert (s["io_read_bytes"], s["io_write_bytes"], s["io_read_ops"], s["io_write_ops"]) == (8192, 8192, 2, 2)
+    assert "other" not in s
+
+
+def test_group_stats_v1_across_hierarchies(tmp_path: Path) -> None:
+    cpu = _write(tmp_path / "cpu", {"cpu.stat": "nr_periods 5\nnr_throttled 2\nthrottled_time 1500000000\n"})
+    acct = _write(tmp_path / "cpuacct", {"cpuacct.usage": "3000000000\n", "cpuacct.usage_percpu": "1000000000 2000000000 \n"})
+    mem = _write(
+        tmp_path / "memory",
+        {"memory.usage_in_bytes": "2097152\n", "memory.stat": "cache 1024\nrss 2048\npgfault 5\n", "memory.failcnt": "9\n"},
+    )
+    blk = _write(
+        tmp_path / "blkio",
+        {
+            "blkio.throttle.io_service_bytes": "8:0 Read 100\n8:0 Write 50\n8:0 Total 150\nTotal 150\n",
+            "blkio.throttle.io_serviced": "8:0 Read 3\n8:0 Write 1\n8:0 Total 4\nTotal 4\n",
+        },
+    )
+    s, per_core = group_stats((cpu, mem, acct, blk), 1)
+    assert per_core == [1.0, 2.0] and s["cpu_usage"] == 3.0 and s["throttled_s"] == 1.5 and s["nr_throttled"] == 2
+    assert s["mem_usage"] == 2 * 2**20 and s["rss"] == 2048 and s["mem_failcnt"] == 9
+    assert (s["io_read_bytes"], s["io_write_bytes"], s["io_read_ops"], s["io_write_ops"]) == (100, 50, 3, 1)
+
+
+def test_counters_and_gauges() -> None:
+    assert is_counter("cgroup.apps.cpu_usage") and is_counter("cgroup.apps.cpu_usage#1")
+    assert is_counter("cgroup.apps.nr_throttled") and is_counter("derived.nonjob_cpu#0")
+    assert not is_counter("cgroup.apps.mem_usage") and not is_counter("cgroup.apps.rss")
+
+
+def _raw(n: int = 200) -> Raw:
+    t = np.arange(n, dtype=float)
+    cols = ["cgroup.apps.cpu_usage", "cgroup.apps.cpu_usage#0", "cgroup.faults.mem_usage"]
+    vals = [0.5 * t, 0.5 * t, np.sin(t)]
+    for suffix in ("", "#0"):
+        for f in ("user", "nice", "sys", "irq", "softirq"):
+            cols.append(f"procstat.{f}{suffix}")
+            vals.append(0.2 * t if f in ("user", "sys") else 0.0 * t)
+    events = [
+        {"time": "1000060", "event": "start", "seq": "1", "is_fault": "True", "program": "leak", "cores": "0"},
+        {"time": "1000120", "event": "end", "seq": "1", "is_fault": "True", "program": "leak", "cores": "0"},
+    ]
+    return Raw(1_000_000, cols, np.column_stack(vals), events, 1)
+
+
+def test_derived_nonjob_cpu_and_fault_group_is_no_feature() -> None:
+    raw = add_derived(_raw())
+    # node/core busy 0.4 s/s (user + sys), job 0.5 s/s: non-job = busy - job = -0.1 s/s
+    nonjob = raw.values[:, raw.columns.index("derived.nonjob_cpu#0")]
+    assert np.diff(nonjob) == pytest.approx(np.full(199, -0.1))
+    lay = choose_layout(raw)
+    assert "derived.nonjob_cpu" in lay.node and "derived.nonjob_cpu" in lay.core
+    assert not any(c.startswith("cgroup.faults.") for c in lay.node)
+    assert add_derived(raw) is raw  # idempotent
+
+
+def test_excluded_intervals_drop_their_windows() -> None:
+    raw = add_derived(_raw())
+    full = build_raw(raw)
+    raw.excluded = ((1_000_100.0, 1_000_105.0),)
+    cut = build_raw(raw)
+    # windows [end-59, end] overlapping 100..105 s: ends 100..164 -> ends 109..159 every 10 s (6 windows) dropped
+    gone = sorted(set(full.ends.tolist()) - set(cut.ends.tolist()))
+    assert [e - 1_000_000 for e in gone] == [109, 119, 129, 139, 149, 159]
+    assert len(cut.mode) == len(cut.ends) == cut.features.shape[0]
