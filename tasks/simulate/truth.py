@@ -75,14 +75,16 @@ def _overlap(df: pd.DataFrame, a: str, b: str, t0: float, t1: float) -> pd.DataF
 
 
 def anomalies_table(sched: Schedule, day: int) -> pa.Table:
-    """Anomaly intervals overlapping ``day``: event_id, node, start, end, type."""
+    """Anomaly intervals overlapping ``day``: event_id, node, start, end, type, fault_class (the FINJ fault it
+    stands for, ``fault_classes.py``; empty for types without one)."""
     t0, t1 = day * 86400.0, (day + 1) * 86400.0
     df = sched.anomalies
     df = _overlap(df, "start", "end", t0, t1)
     ep = sched.cfg.epoch_s
     return pa.table({"event_id": pa.array(df["event_id"].to_numpy(np.int64)),
                      "node": pa.array([sched.topo.names[i] for i in df["node"]], pa.string()),
-                     "start": _ts(ep, df["start"]), "end": _ts(ep, df["end"]), "type": pa.array(df["type"].tolist(), pa.string())})  # noqa: E501
+                     "start": _ts(ep, df["start"]), "end": _ts(ep, df["end"]), "type": pa.array(df["type"].tolist(), pa.string()),  # noqa: E501
+                     "fault_class": pa.array([str(c) for c in df.get("fault_class", pd.Series([""] * len(df)))], pa.string())})
 
 
 def failures_table(sched: Schedule, day: int) -> pa.Table:
