@@ -57,3 +57,15 @@ def pytest_approx(v: float, rel: float):
     import pytest
 
     return pytest.approx(v, rel=rel)
+
+
+def test_truth_sidecar_exports_the_fault_class() -> None:
+    from nodewatch.tasks.simulate.schedule import build_schedule
+    from nodewatch.tasks.simulate.truth import anomalies_table
+
+    cfg = SimConfig(n_nodes=48, anomaly_share=0.2, seed=5)
+    sched = build_schedule(cfg, 3)
+    tab = anomalies_table(sched, 1).to_pandas()
+    assert len(tab) > 0 and "fault_class" in tab.columns
+    for typ, cls in zip(tab["type"], tab["fault_class"], strict=True):
+        assert (cls in CANDIDATES[typ]) if typ in CANDIDATES else cls == ""
