@@ -6,12 +6,14 @@ in one run, from copies of one staged store:
 1. baseline: one local worker with one thread (``LocalCluster(n_workers=1)``, threads);
 2. reference: the default local cluster (2 workers × 2 threads: what one 2-core host gives);
 3. Slurm: ``NODEWATCH_DASK=slurm`` with ``--jobs`` single-thread workers as sbatch jobs of the one-host
-   cluster of ``infra/local/cluster.sh`` (source its env file first: ``. "$(infra/local/cluster.sh env)"``).
+   cluster of ``infra/local/cluster.sh`` (source its env file first: ``. "$(infra/local/cluster.sh env)"``);
+   the workers are other processes, so each day is one task (``build_days(day_tasks=None)``: no window
+   state crosses processes).
 
 Each layout first builds one throwaway day (imports, JIT) untimed. Every build's chunks are compared
 byte for byte with the baseline's. Prints the walls and
 ``ratio=<baseline / slurm>`` (goal ≥ 1.6). On 2 cores the ceiling of any layout is ~2× over one thread.
-Scoring in the backfill runs as Prefect tasks in a thread pool on the flow's host, not on Dask: not timed here.
+Scoring in the backfill (one Dask task per group of node batches with NODEWATCH_DASK=slurm) needs trained models: not timed here.
 """
 
 from __future__ import annotations

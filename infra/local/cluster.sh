@@ -260,15 +260,26 @@ slurm_down() {
     if [ -f "$BASE/slurm/slurm.conf" ] && alive "$BASE/slurm/slurmctld.pid"; then
         SLURM_CONF="$BASE/slurm/slurm.conf" scancel --full --quiet --user=root 2>/dev/null || true
     fi
-    for f in "$BASE"/slurm/slurmd-*.pid "$BASE/slurm/slurmctld.pid" "$BASE/munge/munged.pid"; do
+    local stopping=()  # TERM every daemon first, then wait for each (not one 15-s wait after another)
+    for f in "$BASE"/slurm/slurmd-*.pid "$BASE/slurm/slurmctld.pid"; do
         [ -f "$f" ] || continue
+        pid="$(cat "$f" 2>/dev/null)"
+        if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then kill "$pid" 2>/dev/null; stopping+=("$pid:$f"); else rm -f "$f"; fi
+    done
+    for e in "${stopping[@]}" ; do
+        pid="${e%%:*}"; f="${e#*:}"
+        wait_for 15 sh -c "! kill -0 $pid 2>/dev/null" || kill -9 "$pid" 2>/dev/null
+        say "stopped $(basename "$f" .pid)"; rm -f "$f"
+    done
+    f="$BASE/munge/munged.pid"  # last: the Slurm daemons authenticate through it until they are gone
+    if [ -f "$f" ]; then
         pid="$(cat "$f" 2>/dev/null)"
         if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
             kill "$pid" 2>/dev/null; wait_for 15 sh -c "! kill -0 $pid 2>/dev/null" || kill -9 "$pid" 2>/dev/null
-            say "stopped $(basename "$f" .pid)"
+            say "stopped munged"
         fi
         rm -f "$f"
-    done
+    fi
 }
 
 # ----------------------------------------------------------------------------- main
