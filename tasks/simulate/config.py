@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
+from nodewatch.tasks.simulate.precursors import PrecursorShape
+
 THUNDER_FIT: dict[str, Any] = {
     "source": "LLNL-Thunder-2007-1.1-cln.swf.gz (Parallel Workloads Archive), fitted by tasks/simulate/fit_swf.py",
     "max_nodes": 1002,
@@ -187,6 +189,9 @@ class SimConfig:
         repair_sigma: lognormal time from crash to reboot. boot_*: kernel + userspace boot time.
         precursor_share: share of failures preceded by telemetry drift + syslog burst;
         precursor_median_s / precursor_sigma / precursor_min_s / precursor_max_s: lognormal lead time.
+        precursor_shape (ramp | step | oscillation), precursor_strength (amplitude factor, 0 = no telemetry trace),
+        precursor_period_s (on/off period of ``oscillation``): how the precursor shows in telemetry
+        (tasks/simulate/precursors.py; ramp and 1.0 are the original rendering).
         slurmd_timeout_s: delay from crash to slurmctld "not responding, setting DOWN".
         connloss_per_node_year / connloss_median_s: CONNECTION_LOSS episodes (node alive, Slurm lost it).
     Anomalies
@@ -251,6 +256,9 @@ class SimConfig:
     precursor_sigma: float = 1.0
     precursor_min_s: float = 300.0
     precursor_max_s: float = 12 * 3600.0
+    precursor_shape: str = "ramp"
+    precursor_strength: float = 1.0
+    precursor_period_s: float = 600.0
     slurmd_timeout_s: int = 300
     connloss_per_node_year: float = 2.0
     connloss_median_s: float = 1800.0
@@ -297,6 +305,7 @@ class SimConfig:
             raise ValueError(f"anomaly_share must be in [0, 0.5), got {self.anomaly_share}")
         if not 0.0 <= self.precursor_share <= 1.0:
             raise ValueError(f"precursor_share must be in [0, 1], got {self.precursor_share}")
+        PrecursorShape(self.precursor_shape, self.precursor_strength, self.precursor_period_s)  # validates the knobs
         if self.failure_weibull_shape <= 0 or self.node_mtbf_days <= 0:
             raise ValueError("failure_weibull_shape and node_mtbf_days must be > 0")
         if self.scheduler not in ("threads", "processes", "synchronous"):

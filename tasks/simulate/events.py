@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nodewatch.tasks.simulate.precursors import PrecursorShape
+
 JOB_LEVELS = ("util", "mem", "net", "ib", "disk_r", "disk_w", "lustre")
 """Per-job utilisation levels carried by each job (columns of ``Jobs.table``)."""
 
@@ -27,3 +29,4 @@ class NodeEvents:
     down: list[tuple[float, float]]  # crash/shutdown .. up (no telemetry)
     boots: np.ndarray  # t_up times (counter resets)
     outages: list[tuple[float, float]]
+    precursor_shape: PrecursorShape = PrecursorShape()  # how precursors show in telemetry (SimConfig knobs)

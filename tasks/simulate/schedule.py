@@ -26,6 +26,7 @@ from nodewatch.tasks.simulate.failures import (
     rack_events,
 )
 from nodewatch.tasks.simulate.maintenance import admin_reboots, maintenance_windows, user_reservations
+from nodewatch.tasks.simulate.precursors import PrecursorShape
 from nodewatch.tasks.simulate.rng import rng
 from nodewatch.tasks.simulate.topology import Topology, build_topology
 from nodewatch.tasks.simulate.workload import KEEP_ENDED_S, Jobs, SchedState, schedule_jobs
@@ -62,6 +63,7 @@ class Schedule:
         levels = jt[list(JOB_LEVELS)].to_numpy()
         ids = jt["job_id"].to_numpy()
         out = []
+        shape = PrecursorShape(self.cfg.precursor_shape, self.cfg.precursor_strength, self.cfg.precursor_period_s)
         for n in nodes:
             n = int(n)
             a, b = np.searchsorted(self._pair_node, [n, n + 1])
@@ -99,6 +101,7 @@ class Schedule:
                     down,
                     np.sort(np.asarray(boots, dtype=float)),
                     outs,
+                    shape,
                 )
             )
         return out

@@ -115,7 +115,8 @@ def _hash_unit(seed: int, node: int, idx: np.ndarray, c: int) -> np.ndarray:
 def driver_pieces(ev: NodeEvents, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
     """Breakpoints (P+1) and piecewise-constant driver values (P, K) of one node on [lo, hi]."""
     pts = [np.array([lo, hi]), ev.job_start, ev.job_end]
-    pts += [np.array([a, b]) for a, b, _, _ in ev.anomalies] + [np.array([a, b]) for a, b, _ in ev.precursors]
+    shape = ev.precursor_shape
+    pts += [np.array([a, b]) for a, b, _, _ in ev.anomalies] + [shape.rate_breakpoints(a, b) for a, b, _ in ev.precursors]
     bp = np.unique(np.clip(np.concatenate(pts), lo, hi))
     mid = (bp[:-1] + bp[1:]) / 2
     dv = np.zeros((len(mid), len(DRIVERS)))
@@ -144,13 +145,14 @@ def driver_pieces(ev: NodeEvents, lo: float, hi: float) -> tuple[np.ndarray, np.
             dv[m, D["hog"]] = 0.35 + 0.4 * p
     for a, b, kind in ev.precursors:
         m = (mid >= a) & (mid < b)
+        s = shape.rate(mid[m], a)  # precursor strength (and on/off phase), tasks/simulate/precursors.py
         if kind == "edac_burst":
-            dv[m, D["err_ce"]] += 0.3
+            dv[m, D["err_ce"]] += 0.3 * s
         elif kind == "ib_errors":
-            dv[m, D["err_ib"]] += 0.5
-            dv[m, D["linkdown"]] += 1 / 1800
+            dv[m, D["err_ib"]] += 0.5 * s
+            dv[m, D["linkdown"]] += 1 / 1800 * s
         elif kind == "io_errors":
-            dv[m, D["disk_w"]] *= 0.5
+            dv[m, D["disk_w"]] *= np.maximum(1 - 0.5 * s, 0.05)
     return bp, dv
 
 
@@ -325,7 +327,7 @@ def _gauges(
             elif typ == "misconfiguration":
                 misconf[b, m] = 1.0
         for a, z, kind in ev.precursors:
-            r = _ramp(te, a, z)
+            r = ev.precursor_shape.gauge(te, a, z)
             if kind == "mce_thermal":
                 mce[b] = np.maximum(mce[b], r)
             elif kind == "inlet_heating":
