@@ -50,6 +50,10 @@ def simulate_cmd(
     mtbf_days: Annotated[float, typer.Option(help="Mean time between failures of a healthy node (days).")] = 200.0,
     weibull_shape: Annotated[float, typer.Option(help="Weibull shape of node time-between-failures.")] = 0.75,
     precursor_share: Annotated[float, typer.Option(help="Share of failures with precursors.")] = 0.7,
+    precursor_shape: Annotated[
+        str, typer.Option(help="How a precursor shows in telemetry: ramp, step or oscillation (docs/simulator.md).")
+    ] = "ramp",
+    precursor_strength: Annotated[float, typer.Option(help="Amplitude factor of precursors in telemetry (0 = none).")] = 1.0,
     load_scale: Annotated[float, typer.Option(help="Arrival-rate multiplier of the fitted workload.")] = 1.0,
     workers: Annotated[int, typer.Option(help="Dask workers.")] = 2,
     scheduler: Annotated[str, typer.Option(help="Dask scheduler: threads, processes or synchronous.")] = "threads",
@@ -104,6 +108,8 @@ def simulate_cmd(
             "mtbf_days": ("node_mtbf_days", mtbf_days),
             "weibull_shape": ("failure_weibull_shape", weibull_shape),
             "precursor_share": ("precursor_share", precursor_share),
+            "precursor_shape": ("precursor_shape", precursor_shape),
+            "precursor_strength": ("precursor_strength", precursor_strength),
             "load_scale": ("load_scale", load_scale),
             "workers": ("workers", workers),
             "scheduler": ("scheduler", scheduler),
