@@ -132,8 +132,16 @@ class Api:
         self.http = httpx.Client(base_url=url, timeout=60)
 
     def _send(self, method: str, path: str, body: dict | None = None, attempts: int = 6):
+        import httpx
+
         for attempt in range(attempts):
-            r = self.http.request(method, path, json=body)
+            try:
+                r = self.http.request(method, path, json=body)
+            except httpx.TransportError:  # a read timeout on a loaded machine: retry what is safe to repeat
+                if attempt == attempts - 1 or not (method == "GET" or path.endswith("/filter")):
+                    raise
+                time.sleep(min(2 ** attempt, 10))
+                continue
             if r.status_code not in self.RETRY_STATUS or attempt == attempts - 1:
                 r.raise_for_status()
                 return r.json()
