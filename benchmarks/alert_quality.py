@@ -200,19 +200,31 @@ CLEAN = {"anomaly_share": 0.0, "misconfig_rack": -1, "node_mtbf_days": 1e6}
 """``--clean``: no anomalies, no misconfigured rack, (almost) no failures: every flag is a false alert."""
 
 
-def run_cluster(seed: int, size: int, history: int, nights: int, epochs: int, with_ruad: bool,
-                clean: bool = False) -> list[dict[str, object]]:
-    """Simulate one cluster, judge its nights with the three methods, return one row per (night, method)."""
-    from nodewatch.models.anomaly.verdicts import VerdictConfig
-    from nodewatch.models.anomaly.vicinity import own_history_baseline
-    from nodewatch.tasks.anomaly.verdicts import judge_day
+def prepare(seed: int, size: int, history: int, nights: int, clean: bool = False,
+            cache: Path | None = None) -> dict[str, object]:
+    """Simulate one cluster and aggregate it: window stats per day, jobs, topology, truth per day.
+
+    With ``cache`` the arrays are kept in ``cache/<size>-<seed>-<history>-<nights>[-clean]/`` (npz, parquet,
+    csv: no pickle) and re-used by the next run with the same arguments (the method can change, the data not).
+    """
     from nodewatch.tasks.simulate.cluster import simulate
     from nodewatch.tasks.simulate.config import SimConfig
     from nodewatch.tasks.simulate.metrics import COUNTERS, METRIC_NAMES
 
     cfg = SimConfig(**{**DEMO_DEFAULTS, "n_nodes": size, "seed": seed, "start": date(2026, 1, 1), **(CLEAN if clean else {})})
     cfg = replace(cfg, ldms_racks=())  # values identical; every node in the parquet format (no LDMS CSV reader here)
-    rows: list[dict[str, object]] = []
+    days = [pd.Timestamp(cfg.start, tz="UTC") + pd.Timedelta(days=i) for i in range(history + nights + 1)]
+    cdir = cache / f"{size}-{seed}-{history}-{nights}{'-clean' if clean else ''}" if cache else None
+    if cdir is not None and (cdir / "done").is_file():
+        z = np.load(cdir / "agg.npz")
+        agg = [{s: z[s][i] for s in z.files} for i in range(history + nights)]
+        jobs = pd.read_parquet(cdir / "jobs.parquet")
+        jobs["node_list"] = [list(x) for x in jobs["node_list"]]
+        tr = pd.read_parquet(cdir / "truth.parquet")
+        truths = [tr[tr["day"] == i].drop(columns="day").reset_index(drop=True) for i in range(history + nights)]
+        topo = pd.read_csv(cdir / "topology.csv", dtype=str)
+        print(f"  size {size} seed {seed}: cached arrays from {cdir}", flush=True)
+        return {"cfg": cfg, "days": days, "agg": agg, "jobs": jobs, "truths": truths, "topo": topo}
     with tempfile.TemporaryDirectory(prefix="nodewatch-alertq-") as tmp:
         out = Path(tmp)
         t0 = time.perf_counter()
@@ -220,17 +232,40 @@ def run_cluster(seed: int, size: int, history: int, nights: int, epochs: int, wi
         t_sim = time.perf_counter() - t0
         topo = pd.read_csv(out / "topology" / "topology.csv", dtype=str)
         nodes = topo["node"].tolist()
-        racks, archs = topo["rack"].to_numpy(), topo["architecture"].to_numpy()
-        metrics = list(METRIC_NAMES)
-        days = [pd.Timestamp(cfg.start, tz="UTC") + pd.Timedelta(days=i) for i in range(history + nights + 1)]
         t0 = time.perf_counter()
         carry: dict[str, np.ndarray] = {}
-        agg = [aggregate(out, d, nodes, metrics, set(COUNTERS), cfg.step_s, carry) for d in days[: history + nights]]
+        agg = [aggregate(out, d, nodes, list(METRIC_NAMES), set(COUNTERS), cfg.step_s, carry) for d in days[: history + nights]]
         jobs = read_jobs(out, days)
-        t_agg = time.perf_counter() - t0
-        bk, bm, bf1 = tune_baseline(agg, [truth_for(out, days[d]) for d in range(history - HELD_BACK, history)], nodes, history)
-        print(f"  size {size} seed {seed}: simulate {t_sim:.0f} s, aggregate {t_agg:.0f} s, {len(jobs)} jobs; "
-              f"baseline k={bk:g} m={bm} (held-back history F1 {bf1:.2f})", flush=True)
+        truths = [truth_for(out, d) for d in days[: history + nights]]
+        print(f"  size {size} seed {seed}: simulate {t_sim:.0f} s, aggregate {time.perf_counter() - t0:.0f} s, "
+              f"{len(jobs)} jobs", flush=True)
+    if cdir is not None:
+        cdir.mkdir(parents=True, exist_ok=True)
+        np.savez(cdir / "agg.npz", **{s: np.stack([a[s] for a in agg]) for s in agg[0]})
+        jobs.to_parquet(cdir / "jobs.parquet")
+        pd.concat([t.assign(day=i) for i, t in enumerate(truths)], ignore_index=True).to_parquet(cdir / "truth.parquet")
+        topo.to_csv(cdir / "topology.csv", index=False)
+        (cdir / "done").write_text("ok\n")
+    return {"cfg": cfg, "days": days, "agg": agg, "jobs": jobs, "truths": truths, "topo": topo}
+
+
+def run_cluster(seed: int, size: int, history: int, nights: int, epochs: int, with_ruad: bool,
+                clean: bool = False, cache: Path | None = None, running_jobs: bool = False) -> list[dict[str, object]]:
+    """Judge the nights of one prepared cluster with the three methods, return one row per (night, method)."""
+    from nodewatch.models.anomaly.verdicts import VerdictConfig
+    from nodewatch.models.anomaly.vicinity import own_history_baseline
+    from nodewatch.tasks.anomaly.verdicts import judge_day
+    from nodewatch.tasks.simulate.metrics import METRIC_NAMES
+
+    rows: list[dict[str, object]] = []
+    data = prepare(seed, size, history, nights, clean, cache)
+    cfg, days, agg, jobs, truths, topo = (data[k] for k in ("cfg", "days", "agg", "jobs", "truths", "topo"))
+    nodes = topo["node"].tolist()
+    racks, archs = topo["rack"].to_numpy(), topo["architecture"].to_numpy()
+    metrics = list(METRIC_NAMES)
+    if True:
+        bk, bm, bf1 = tune_baseline(agg, truths[history - HELD_BACK:history], nodes, history)
+        print(f"  baseline k={bk:g} m={bm} (held-back history F1 {bf1:.2f})", flush=True)
         per = 96
         model = None
         if with_ruad:
@@ -246,9 +281,12 @@ def run_cluster(seed: int, size: int, history: int, nights: int, epochs: int, wi
             nt = np.array([np.datetime64(days[nd].tz_localize(None)) + np.timedelta64(15 * j, "m") for j in range(per)],
                           dtype="datetime64[ns]")
             scored = night["count"].sum(axis=(1, 2)) > 0
-            truth = truth_for(out, days[nd])
+            truth = truths[nd]
             t0 = time.perf_counter()
-            res = judge_day(hist["mean"], ht, night["mean"], nt, nodes, metrics, racks, archs, jobs, WINDOW)
+            # what the nightly run has staged: the sacct files up to the night (jobs that ended by midnight);
+            # --running-jobs adds the jobs still running at midnight (a sacct --state=RUNNING dump, not staged today)
+            known = jobs if running_jobs else jobs[pd.to_datetime(jobs["end_time"], utc=True) < days[nd + 1]]
+            res = judge_day(hist["mean"], ht, night["mean"], nt, nodes, metrics, racks, archs, known, WINDOW)
             t_v = time.perf_counter() - t0
             vnodes = {n for r in res["rows"] for n in r["members"]}
             methods = {"verdicts": (res["window_flags"], vnodes, t_v)}
@@ -348,13 +386,16 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--no-ruad", action="store_true", help="skip today's RUAD scoring (faster)")
     ap.add_argument("--clean", action="store_true", help="clusters without anomalies: measure the false-alert rate")
+    ap.add_argument("--running-jobs", action="store_true",
+                    help="also give the verdicts the jobs still running at midnight (the nightly run stages only ended jobs)")
+    ap.add_argument("--cache", type=Path, default=None, help="keep/re-use the simulated arrays here")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON lines here")
     a = ap.parse_args()
     t_all = time.perf_counter()
     rows = []
     for size in a.sizes:
         for seed in a.seeds:
-            rows += run_cluster(seed, size, a.history, a.nights, a.epochs, not a.no_ruad, a.clean)
+            rows += run_cluster(seed, size, a.history, a.nights, a.epochs, not a.no_ruad, a.clean, a.cache, a.running_jobs)
     df = pd.DataFrame(rows)
     if a.json:
         df.to_json(a.json, orient="records", lines=True, default_handler=str)

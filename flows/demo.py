@@ -3,8 +3,9 @@
 64 simulated nodes, 21 days of history written in the real formats, ingested through the real
 parsers, aggregated into the cubes, one RUAD model per node trained on the history, then three
 ``nightly(demo=True)`` runs (each simulates the next day, ingests, builds cubes, scores, refreshes
-the checkpoint tables, derives node states and writes the report). Prints a summary: nodes flagged
-per night, precision/recall against the simulator's ground truth, a checkpoint-table excerpt, paths.
+the checkpoint tables, derives node states and writes the report). Prints a summary: per night the
+nodes the node verdicts flag (docs/alerts.md), their precision/recall against the simulator's ground
+truth and the group alerts, beside the plain RUAD threshold; a checkpoint-table excerpt, paths.
 
 Needs only the installed venv (no ``../shared/data``). Everything goes to ``--out`` (default
 ``./demo-output``): ``inbox/`` (simulated files + ground truth) and ``store/``.
@@ -81,6 +82,31 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.2f}"
 
 
+def verdict_summary(store: str | Path, inbox: str | Path, day: str) -> dict[str, Any] | None:
+    """The night's node verdicts (``reports/<day>/verdicts.parquet``) against the simulator's truth.
+
+    Flagged = nodes a node alert or a group alert names (as ``tasks/report/nightly.py`` counts them);
+    positive = nodes with a truth anomaly or precursor overlapping the day. ``None`` without a verdicts table.
+    """
+    from nodewatch.tasks.core.store import Store
+    from nodewatch.tasks.report.nightly import ground_truth
+
+    st = Store(str(store))
+    if not st.exists("reports", day, "verdicts.parquet"):
+        return None
+    df = st.read_parquet("reports", day, "verdicts.parquet").to_pandas()
+    flagged = {str(n) for ms in df["members"] for n in ms} if len(df) else set()
+    truth = ground_truth(inbox, date.fromisoformat(day))
+    pos = set(truth["node"])
+    tp = flagged & pos
+    kinds = {str(k): (len(g), int(g["node"].isin(flagged).sum())) for k, g in truth.groupby("kind")}
+    groups = df[df["kind"] != "node"] if len(df) else df
+    return {"flagged": len(flagged), "positive": len(pos), "node_alerts": int((df["kind"] == "node").sum()) if len(df) else 0,
+            "group_alerts": [f"{r.kind} {r.subject}" for r in groups.itertuples()],
+            "precision": len(tp) / len(flagged) if flagged else None, "recall": len(tp) / len(pos) if pos else None,
+            "kinds": kinds}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the demo and print its summary."""
     ap = argparse.ArgumentParser(prog="python -m nodewatch.flows.demo", description=__doc__.split("\n")[0])
@@ -121,20 +147,35 @@ def main(argv: list[str] | None = None) -> int:
         nights.append((m, time.perf_counter() - t))
     wall = time.perf_counter() - t0
 
-    tbl = Table(title="nightly runs")
-    for c in ("day", "status", "scored", "no model", "flagged", "node precision", "node recall", "window precision",
-              "window recall", "seconds"):
+    tbl = Table(title="nightly runs: node verdicts (docs/alerts.md) against the simulator's truth, "
+                      "plain RUAD threshold as the baseline")
+    for c in ("day", "status", "scored", "positive", "verdicts: flagged", "node P", "node R", "group alerts",
+              "RUAD: flagged", "node P", "node R", "window P", "window R", "seconds"):
         tbl.add_column(c)
+    verdict_rows = []
     for m, secs in nights:
         sc, ev = m["outputs"]["score"], m["outputs"]["report"].get("evaluation") or {}
-        tbl.add_row(m["parameters"]["day"], m["status"], str(sc.get("scored")), str(len(sc.get("no_model", []))),
-                    str(sc.get("flagged")), _fmt(ev.get("node_precision")), _fmt(ev.get("node_recall")),
+        vs = verdict_summary(store, inbox, m["parameters"]["day"])
+        verdict_rows.append(vs)
+        vf = (str(vs["flagged"]), _fmt(vs["precision"]), _fmt(vs["recall"]), ", ".join(vs["group_alerts"]) or "-") \
+            if vs else ("not run", "", "", "")
+        tbl.add_row(m["parameters"]["day"], m["status"], str(sc.get("scored")), str(vs["positive"]) if vs else "",
+                    *vf, str(sc.get("flagged")), _fmt(ev.get("node_precision")), _fmt(ev.get("node_recall")),
                     _fmt(ev.get("window_precision")), _fmt(ev.get("window_recall")), f"{secs:.0f}")
     con.print(tbl)
+    kinds: dict[str, list[int]] = {}
+    for vs in verdict_rows:
+        for k, (n, hit) in (vs or {}).get("kinds", {}).items():
+            kinds.setdefault(k, [0, 0])
+            kinds[k][0] += n
+            kinds[k][1] += hit
+    if kinds:
+        con.print("verdicts: node recall by ground-truth kind (all nights): "
+                  + ", ".join(f"{k} {h}/{n}" for k, (n, h) in sorted(kinds.items())), highlight=False)
     last = nights[-1][0]
     ev = last["outputs"]["report"].get("evaluation") or {}
     if ev.get("recall_by_kind"):
-        con.print("node recall by ground-truth kind (last night): "
+        con.print("RUAD: node recall by ground-truth kind (last night): "
                   + ", ".join(f"{k} {v:.2f}" for k, v in ev["recall_by_kind"].items()))
     ck = last["outputs"].get("checkpoint_tables")
     if ck:
@@ -161,8 +202,9 @@ def main(argv: list[str] | None = None) -> int:
     (out / "demo-summary.json").write_text(json.dumps({
         "wall_seconds": wall, "bootstrap": boot["timings"],
         "nights": [{"day": m["parameters"]["day"], "seconds": s, "status": m["status"],
-                    "flagged": m["outputs"]["score"].get("flagged"),
-                    "evaluation": m["outputs"]["report"].get("evaluation")} for m, s in nights]}, indent=2, default=str))
+                    "flagged": m["outputs"]["score"].get("flagged"), "verdicts": vs,
+                    "evaluation": m["outputs"]["report"].get("evaluation")}
+                   for (m, s), vs in zip(nights, verdict_rows, strict=True)]}, indent=2, default=str))
     return 0
 
 

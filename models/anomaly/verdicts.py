@@ -72,6 +72,9 @@ class VerdictConfig:
     that starts in the day's last window or ends in its first)"""
     transition_windows: int = 1
     """windows after a job start/stop on the node that are not judged (besides the window holding it)"""
+    infer_running: bool = True
+    """when the jobs table cannot list the jobs running at the end of the day (staged daily sacct dumps hold
+    only ended jobs), infer them from telemetry (:mod:`nodewatch.models.anomaly.running_jobs`)"""
 
 
 @dataclass

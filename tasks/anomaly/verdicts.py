@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from nodewatch.models.anomaly.running_jobs import infer_running
 from nodewatch.models.anomaly.verdicts import (
     DayInputs,
     Evidence,
@@ -114,11 +115,33 @@ def judge_day(hist: np.ndarray, hist_times: np.ndarray, night: np.ndarray, night
         held.append(evidence(DayInputs(xh[:, sl], b, tr, jb, racks, archs), ref, cfg))
     cal = calibrate(held, cfg)
     b, tr, jb, names = job_grid(jobs, nodes, night_times, step, cfg.transition_windows)
-    day = DayInputs(log_transform(night, off), b, tr, jb, racks, archs)
+    xn = log_transform(night, off)
+    inferred = 0
+    if cfg.infer_running and not knows_running(jobs, night_times, step):
+        b0 = b
+        b, tr, jb, starts = infer_running(xn, ref, b, tr, jb, cfg.transition_windows)
+        inferred = int((b & ~b0).any(axis=1).sum())
+        names = names + [f"running since {pd.Timestamp(night_times[s]):%H:%M} (inferred)" for s in starts]
+    day = DayInputs(xn, b, tr, jb, racks, archs)
     ev = evidence(day, ref, cfg)
     rows, wflags = verdicts(ev, cal, day, nodes, metrics, night_times, cfg, model_scores, names)
     base = own_history_baseline(hist, night)
-    return {"rows": rows, "window_flags": wflags, "evidence": ev, "calibration": cal, "baseline": base}
+    return {"rows": rows, "window_flags": wflags, "evidence": ev, "calibration": cal, "baseline": base,
+            "inferred_running": inferred}
+
+
+def knows_running(jobs: pd.DataFrame, times: np.ndarray, step: pd.Timedelta) -> bool:
+    """Does the jobs table list the jobs running at the end of ``times``: does any job that started
+    before that end have a null end (``sacct`` RUNNING) or end at or after it? The staged daily ``sacct``
+    dumps hold only ended jobs, so on the newest day it does not (docs/alerts.md)."""
+    if not len(jobs) or not len(times):
+        return False
+    end = pd.Timestamp(times[-1]).tz_localize(None) + pd.Timedelta(step) if pd.Timestamp(times[-1]).tzinfo is None \
+        else pd.Timestamp(times[-1]).tz_convert(None) + pd.Timedelta(step)
+    s = pd.to_datetime(jobs["start_time"], utc=True).dt.tz_convert(None)
+    e = pd.to_datetime(jobs["end_time"], utc=True).dt.tz_convert(None)
+    started = s.notna() & (s < end)
+    return bool((started & (e.isna() | (e >= end))).any())
 
 
 # ----------------------------------------------------------------------------- store I/O
