@@ -23,8 +23,12 @@ def alarm_episodes(flags: np.ndarray) -> list[tuple[int, int, int]]:
 
 
 def table_v_scores(flags: np.ndarray, window_end_ns: np.ndarray, fail_node: np.ndarray, fail_ns: np.ndarray,
-                   horizon_ns: int, leads_ns: tuple[int, ...] = (0,)) -> dict[str, float]:
-    """Precision, recall at each lead, episode and failure counts, median lead (module doc)."""
+                   horizon_ns: int, leads_ns: tuple[int, ...] = (0,), window_ns: int | None = None) -> dict[str, float]:
+    """Precision, recall at each lead, episode and failure counts, median lead (module doc).
+
+    ``window_ns``: length of the SG window behind each ``window_end_ns`` (default: the step between window ends, i.e.
+    non-overlapping windows); an episode whose first window already contains the failure is a true (late) alarm.
+    """
     eps = alarm_episodes(flags)
     fail_node = np.asarray(fail_node, np.int64)
     fail_ns = np.asarray(fail_ns, np.int64)
@@ -37,6 +41,7 @@ def table_v_scores(flags: np.ndarray, window_end_ns: np.ndarray, fail_node: np.n
         if f is None:
             continue
         step = window_end_ns[1] - window_end_ns[0] if len(window_end_ns) > 1 else 0
+        step = step if window_ns is None else window_ns
         lo, hi = window_end_ns[a] - step, window_end_ns[b] + horizon_ns
         if np.any((f >= lo) & (f <= hi)):
             true_eps += 1

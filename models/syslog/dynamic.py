@@ -1,0 +1,105 @@
+"""Sliding SG windows and the dynamic vicinities of Ghiasvand & Ciorba (ISPDC 2019, §II-A2, §II-A4, §II-E).
+
+* **Sliding window** (§II-E): "the SG parameter is dynamically calculated based on the number of Syslog entries
+  received from a computing node during a fixed time window (e.g. 30 minutes) prior to the current (observation)
+  moment". SG is counted in short bins (5 min) and the window is the sum of the last ``k`` bins, so an observation
+  moment every bin sees the 30 minutes before it: :func:`sliding_sg` (Eq. S1: ``SG_t = sum_{j=t-k+1..t} b_j``).
+* **Resource-allocation vicinity** (§II-A2): "all nodes that execute tasks of the same job are in the vicinity of
+  each other"; dynamic, it changes as jobs start and end. :func:`allocation_labels` gives the job of every node
+  at every observation moment, :func:`label_detect` runs the two-means relative-density threshold
+  (:func:`nodewatch.models.syslog.vicinity.two_means_threshold`) inside every (moment, job) group.
+* **Time-of-failure vicinity** (§II-A4): "all nodes that experience a failure within the same predefined time
+  interval (10 minutes)" — known only after the failures, so the paper uses it offline (§III-D):
+  :func:`failure_time_groups`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nodewatch.models.syslog.vicinity import two_means_threshold
+
+
+def sliding_sg(bins: np.ndarray, k: int) -> np.ndarray:
+    """Eq. S1: ``SG[:, t]`` = sum of bins ``t-k+1 .. t`` of each row (the first ``k-1`` moments see fewer bins)."""
+    b = np.asarray(bins)
+    c = np.cumsum(b, axis=1, dtype=np.int64)
+    out = c.copy()
+    out[:, k:] = c[:, k:] - c[:, :-k]
+    return out
+
+
+def sliding_any(bins: np.ndarray, k: int) -> np.ndarray:
+    """``True`` where any of the last ``k`` bins is ``True`` (a window that contains the event)."""
+    return sliding_sg(np.asarray(bins, np.int64), k) > 0
+
+
+def allocation_labels(node: np.ndarray, label: np.ndarray, start: np.ndarray, end: np.ndarray, n_nodes: int,
+                      moments: np.ndarray) -> np.ndarray:
+    """Label (job) of each node at each moment, ``-1`` when idle: shape ``(n_nodes, len(moments))``.
+
+    ``node, label, start, end`` are one row per (allocated node, job) with ``start <= t < end``; ``moments`` sorted.
+    Overlapping allocations of one node keep the later-starting job.
+    """
+    out = np.full((n_nodes, len(moments)), -1, np.int64)
+    order = np.argsort(start, kind="stable")
+    m = np.asarray(moments)
+    for i in order.tolist():
+        a = np.searchsorted(m, start[i], side="left")
+        b = np.searchsorted(m, end[i], side="left")
+        if b > a:
+            out[node[i], a:b] = label[i]
+    return out
+
+
+def label_detect(sg: np.ndarray, labels: np.ndarray, factor: float, min_sg: float, min_size: int = 3,
+                 chunk: int = 200_000) -> tuple[np.ndarray, np.ndarray]:
+    """Two-means relative-density threshold inside every (moment, label) group of ``labels`` (nodes x moments).
+
+    Label ``-1`` (idle) takes no part; groups with fewer than ``min_size`` nodes are not judged. Groups are padded
+    into matrices by size class (powers of two) so that all groups are scored by a few vectorised calls.
+    Returns ``(abnormal, score)`` shaped like ``sg``.
+    """
+    sg = np.asarray(sg)
+    n, w = sg.shape
+    flags = np.zeros((n, w), bool)
+    score = np.zeros((n, w))
+    node, mom = np.nonzero(labels >= 0)
+    if len(node) == 0:
+        return flags, score
+    lab = labels[node, mom]
+    order = np.lexsort((node, lab, mom))
+    node, mom, lab = node[order], mom[order], lab[order]
+    new = np.ones(len(node), bool)
+    new[1:] = (mom[1:] != mom[:-1]) | (lab[1:] != lab[:-1])
+    gid = np.cumsum(new) - 1
+    starts = np.flatnonzero(new)
+    sizes = np.diff(np.append(starts, len(node)))
+    pos = np.arange(len(node)) - starts[gid]
+    cls = np.ceil(np.log2(np.maximum(sizes, 1))).astype(np.int64)
+    for c in np.unique(cls[sizes >= min_size]).tolist():
+        groups = np.flatnonzero((cls == c) & (sizes >= min_size))
+        width = int(sizes[groups].max())
+        for g0 in range(0, len(groups), max(1, chunk // width)):
+            gs = groups[g0:g0 + max(1, chunk // width)]
+            row = np.full(len(sizes), -1, np.int64)
+            row[gs] = np.arange(len(gs))
+            sel = row[gid] >= 0
+            r, p = row[gid[sel]], pos[sel]
+            mat = np.zeros((len(gs), width))
+            mat[r, p] = sg[node[sel], mom[sel]]
+            ab, sc = two_means_threshold(mat, factor, min_sg)
+            flags[node[sel], mom[sel]] = ab[r, p]
+            score[node[sel], mom[sel]] = sc[r, p]
+    return flags, score
+
+
+def failure_time_groups(fail_node: np.ndarray, fail_ns: np.ndarray, interval_ns: int) -> list[np.ndarray]:
+    """Time-of-failure vicinities (§II-A4): indices of failures chained within ``interval_ns`` of the previous one
+    (single-linkage on the time axis; the paper's 10 minutes). Groups of one failure are included."""
+    t = np.asarray(fail_ns, np.int64)
+    if len(t) == 0:
+        return []
+    order = np.argsort(t, kind="stable")
+    cut = np.flatnonzero(np.diff(t[order]) > interval_ns) + 1
+    return [g for g in np.split(order, cut)]
