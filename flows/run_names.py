@@ -1,5 +1,14 @@
-"""One naming scheme for Prefect flow runs, and HTTP links for the UI's artifacts.
+"""One naming scheme for flows, flow runs and run manifests, and HTTP links for the UI's artifacts.
 
+* **Flows** are named in ``snake_case`` and the Prefect flow name is the manifest's ``flow`` field, so the UI's
+  flow list, ``nodewatch runs list --flow NAME`` and the ``nodewatch_last_run_timestamp_seconds{flow}``
+  metric use the same names. An ingest is the flow ``ingest_<source>`` (:func:`ingest_flow_name`:
+  ``ingest_jobs``, ``ingest_telemetry``, ``ingest_syslog`` …) wherever it runs: ``nodewatch ingest <source>``
+  with or without Prefect, ``ingest_sources`` and the nightly flow's ingest step. Deployments are named by
+  their schedule (``nightly``, ``train``, ``backfill``; the UI shows ``<flow>/<deployment>``).
+  Manifests written before this scheme said ``ingest`` with ``parameters.source``: :func:`canonical_flow`
+  reads them as ``ingest_<source>`` and :func:`flow_matches` lets ``--flow ingest`` select every ingest
+  (both in :mod:`nodewatch.tasks.core.flow_names`, which the tasks use too).
 * Every flow is declared with ``flow_run_name=flow_run_name``: the Prefect flow run is named by a fresh
   nodewatch run id (``20260123T000501.123456Z-ab12cd``), and the first run manifest the flow run opens
   takes that id (:func:`claim_run_id`), so ``nodewatch runs show ID`` and the UI's run page name the same
@@ -16,6 +25,11 @@ import re
 import sys
 import threading
 from typing import Any
+
+from nodewatch.tasks.core.flow_names import FLOW_NAME, canonical_flow, flow_matches, ingest_flow_name
+
+__all__ = ["FLOW_NAME", "RUN_ID", "artifact_link", "canonical_flow", "claim_run_id", "flow_matches", "flow_run_name",
+           "ingest_flow_name", "log", "name_run", "reports_url"]
 
 RUN_ID = re.compile(r"^\d{8}T\d{6}\.\d{6}Z-[0-9a-f]{6}$")
 _CLAIMED: set[str] = set()
