@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from nodewatch.flows.run_names import claim_run_id
+from nodewatch.flows.run_names import claim_run_id, ingest_flow_name
 from nodewatch.tasks.core.escape import md
 from nodewatch.tasks.core.runs import RunRecorder
 from nodewatch.tasks.core.settings import load_settings
@@ -87,7 +87,7 @@ def run_source(
     store: str | None = None,
     tz: str = "UTC",
     data_docs: bool = True,
-    flow_name: str = "ingest",
+    flow_name: str | None = None,
     hash_users: bool | None = None,
     follow_symlinks: bool | None = None,
     *,
@@ -107,7 +107,8 @@ def run_source(
     the manifest parameters record ``hash_users`` for such sources, never the salt.
 
     ``file_step``/``stage`` run the steps (Prefect tasks in a flow, the plain functions otherwise);
-    ``publish(source, manifest)`` publishes the summary after the run finished.
+    ``publish(source, manifest)`` publishes the summary after the run finished. ``flow_name`` (default
+    ``ingest_<source>``, the naming scheme of :mod:`nodewatch.flows.run_names`) is the manifest's ``flow``.
     """
     overrides = {k: v for k, v in (("hash_users", hash_users), ("follow_symlinks", follow_symlinks)) if v is not None}
     check_format(get_source(source), fmt)  # before anything lands (InputError)
@@ -121,7 +122,7 @@ def run_source(
     hashing = bool(identity_columns(source)) and settings.hash_users
     if identity_columns(source):
         params["hash_users"] = settings.hash_users
-    rec = RunRecorder(st, flow_name, params, run_id=claim_run_id())
+    rec = RunRecorder(st, flow_name or ingest_flow_name(source), params, run_id=claim_run_id())
     if found.refused:
         rec.manifest.notes["refused_inputs"] = [{"path": r.path, "reason": r.reason} for r in found.refused]
     rec.write()
