@@ -1,4 +1,6 @@
-"""Prefect flows for ingestion: ``ingest`` (one source), ``ingest_jobs`` and ``ingest_sources``.
+"""Prefect flows for ingestion: one flow ``ingest_<source>`` per source (:func:`ingest` runs it, :func:`ingest_jobs`
+is the jobs one with ``hash_users``) and ``ingest_sources`` (several sources, topology first). The flow name is
+the manifest's ``flow`` field (naming scheme: :mod:`nodewatch.flows.run_names`).
 
 The flows are thin: each file is one task with retries (transient I/O), the run's body is
 :func:`nodewatch.flows.ingest_steps.run_source` (also run without Prefect by the CLI when no server is
@@ -8,17 +10,18 @@ markdown and link artifacts.
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from pathlib import Path
 
-from prefect import flow, task
+from prefect import Flow, flow, task
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from nodewatch.flows import ingest_steps as steps
 from nodewatch.flows.ingest_steps import ingest_file_step, input_rows, stage_step, summary_markdown
 from nodewatch.flows.prefect_env import artifact_key
-from nodewatch.flows.run_names import artifact_link, flow_run_name, log
+from nodewatch.flows.run_names import artifact_link, flow_run_name, ingest_flow_name, log
 from nodewatch.tasks.core.escape import md_records
 from nodewatch.tasks.ingest.ingestor import Ingestor
 
@@ -84,7 +87,7 @@ def run_source(
     store: str | None = None,
     tz: str = "UTC",
     data_docs: bool = True,
-    flow_name: str = "ingest",
+    flow_name: str | None = None,
     hash_users: bool | None = None,
     follow_symlinks: bool | None = None,
 ) -> dict:
@@ -94,8 +97,7 @@ def run_source(
                             file_step=ingest_file, stage=stage, publish=_publish)
 
 
-@flow(name="ingest", flow_run_name=flow_run_name, log_prints=True)
-def ingest(
+def _ingest_one(
     source: str,
     paths: list[str],
     fmt: str = "auto",
@@ -107,7 +109,34 @@ def ingest(
     follow_symlinks: bool | None = None,
 ) -> dict:
     """Ingest files of one source (jobs, telemetry, syslog, alerts, tickets, topology, failures, …)."""
-    return run_source(source, paths, fmt, start, end, store, tz, data_docs, flow_name="ingest", follow_symlinks=follow_symlinks)
+    return run_source(source, paths, fmt, start, end, store, tz, data_docs, follow_symlinks=follow_symlinks)
+
+
+@functools.cache
+def ingest_flow(source: str) -> Flow:
+    """The Prefect flow ``ingest_<source>`` (one per source, so the UI lists each source's runs under its name)."""
+    return flow(_ingest_one, name=ingest_flow_name(source), flow_run_name=flow_run_name, log_prints=True)
+
+
+def ingest(
+    source: str,
+    paths: list[str],
+    fmt: str = "auto",
+    start: datetime | None = None,
+    end: datetime | None = None,
+    store: str | None = None,
+    tz: str = "UTC",
+    data_docs: bool = True,
+    follow_symlinks: bool | None = None,
+) -> dict:
+    """Run the flow ``ingest_<source>`` on ``paths`` and return its manifest (``jobs``: :func:`ingest_jobs`; an
+    unknown source is a one-line ``ValueError`` before any flow run starts)."""
+    from nodewatch.tasks.ingest.run import get_source
+
+    get_source(source)
+    if source == "jobs":
+        return ingest_jobs(paths, fmt, store, tz, data_docs, start, end, follow_symlinks=follow_symlinks)
+    return ingest_flow(source)(source, paths, fmt, start, end, store, tz, data_docs, follow_symlinks)
 
 
 @flow(name="ingest_jobs", flow_run_name=flow_run_name, log_prints=True)
@@ -127,7 +156,7 @@ def ingest_jobs(
     ``hash_users`` (default: settings ``hash_users``) replaces user, group and cancelled_by by keyed
     hashes; the key is the settings' ``hash_salt`` (``NODEWATCH_HASH_SALT`` or the TOML file).
     """
-    return run_source("jobs", paths, fmt, start, end, store, tz, data_docs, flow_name="ingest_jobs", hash_users=hash_users,
+    return run_source("jobs", paths, fmt, start, end, store, tz, data_docs, hash_users=hash_users,
                       follow_symlinks=follow_symlinks)
 
 
@@ -144,4 +173,4 @@ def ingest_sources(
 ) -> dict[str, dict]:
     """Ingest several sources for a date window; topology first so known nodes and aliases apply."""
     order = sorted(sources, key=lambda s: INGEST_ORDER.index(s) if s in INGEST_ORDER else len(INGEST_ORDER))
-    return {s: run_source(s, sources[s], "auto", start, end, store, tz, True, flow_name=f"ingest_{s}") for s in order}
+    return {s: run_source(s, sources[s], "auto", start, end, store, tz, True) for s in order}
