@@ -1,6 +1,6 @@
 """``nodewatch ingest <source> PATHS…``: one command per source found in ``tasks/ingest``.
 
-``ingest jobs`` runs the Prefect flow ``ingest_jobs``, every other source the flow ``ingest``; without a
+``ingest <source>`` runs the Prefect flow ``ingest_<source>`` (``ingest_jobs``, ``ingest_syslog`` …); without a
 configured Prefect server (or with ``--no-prefect``) the same body runs without Prefect
 (:func:`nodewatch.flows.ingest_steps.run_local`, no temporary-server start).
 (No ``from __future__ import annotations``: Typer evaluates the option annotations, whose help
@@ -113,7 +113,7 @@ def _make_command(source: str, help_text: str, formats: list[str]) -> Callable[.
         _preflight(source, paths, follow_symlinks or s.follow_symlinks, fmt, reprocess)
         kw = dict(fmt=fmt, start=_utc(start), end=_utc(end), store=s.store, tz=tz, data_docs=data_docs,
                   follow_symlinks=follow)
-        _run(source, list(paths), kw, "ingest", prefect)
+        _run(source, list(paths), kw, prefect)
 
     command.__doc__ = help_text
     return command
@@ -148,7 +148,7 @@ def _make_jobs_command(help_text: str, formats: list[str]) -> Callable[..., None
         _preflight("jobs", paths, follow_symlinks or s.follow_symlinks, fmt, reprocess)
         kw = dict(fmt=fmt, start=_utc(start), end=_utc(end), store=s.store, tz=tz, data_docs=data_docs,
                   hash_users=s.hash_users, follow_symlinks=True if follow_symlinks else None)
-        _run("jobs", list(paths), kw, "ingest_jobs", prefect)
+        _run("jobs", list(paths), kw, prefect)
 
     command.__doc__ = help_text
     return command
@@ -206,8 +206,8 @@ def _flag_for_reprocessing(source: str, files: list[Path]) -> None:
             st.write_json(marker, key)
 
 
-def _run(source: str, paths: list[str], kw: dict, flow_name: str, prefect: bool | None) -> None:
-    """Run the ingest of ``paths`` as the Prefect flow ``flow_name`` or, per ``prefect`` (``None``: whether a
+def _run(source: str, paths: list[str], kw: dict, prefect: bool | None) -> None:
+    """Run the ingest of ``paths`` as the Prefect flow ``ingest_<source>`` or, per ``prefect`` (``None``: whether a
     server is configured), without Prefect; print the summary (and the "ran without Prefect" note)."""
     from nodewatch.flows.cli import console
     from nodewatch.flows.cli._modes import print_note, use_prefect
@@ -215,7 +215,7 @@ def _run(source: str, paths: list[str], kw: dict, flow_name: str, prefect: bool 
     with_prefect, reason = use_prefect(prefect)
     written: list[str] = []
     with console.status(f"ingesting {source} …"):
-        if with_prefect and flow_name == "ingest_jobs":
+        if with_prefect and source == "jobs":
             from nodewatch.flows.ingest import ingest_jobs
 
             manifest = ingest_jobs(paths, **kw)
@@ -226,7 +226,7 @@ def _run(source: str, paths: list[str], kw: dict, flow_name: str, prefect: bool 
         else:
             from nodewatch.flows.ingest_steps import run_local
 
-            manifest, written = run_local(source, paths, flow_name=flow_name, **kw)
+            manifest, written = run_local(source, paths, **kw)
     print_summary(manifest)
     if not with_prefect:
         print_note(reason, manifest["run_id"], written)
