@@ -13,15 +13,18 @@ runs_app = typer.Typer(help="Inspect run manifests (runs/<run_id>.json).", no_ar
 
 @runs_app.command("list")
 def list_runs(
-    flow: Annotated[str | None, typer.Option(help="Only runs of this flow.")] = None,
+    flow: Annotated[str | None, typer.Option(help="Only runs of this flow (ingest_jobs, nightly …; 'ingest': every "
+                                                   "ingest_<source>).")] = None,
     last: Annotated[int, typer.Option(help="Show the last N runs.")] = 20,
 ) -> None:
     """List runs, newest first, with status and row counts (``abandoned``: its process is gone).
 
-    Unreadable manifests are skipped, each named in one line on stderr.
+    Flows are shown by the naming scheme of :mod:`nodewatch.flows.run_names` (an old ``ingest`` manifest as
+    ``ingest_<source>``). Unreadable manifests are skipped, each named in one line on stderr.
     """
     from nodewatch.flows.cli import console, err_console, get_store
     from nodewatch.flows.cli._safe import cells, safe
+    from nodewatch.flows.run_names import canonical_flow, flow_matches
     from nodewatch.tasks.core.runs import ManifestError, effective_status, load_manifest
 
     store = get_store()
@@ -37,11 +40,12 @@ def list_runs(
             err_console.print(safe(f"skipped {e}" if isinstance(e, ManifestError) else f"skipped runs/{rid}.json: gone"),
                               highlight=False, soft_wrap=True)
             continue
-        if flow and m.flow != flow:
+        if flow and not flow_matches(flow, m.flow, m.parameters):
             continue
         c = {k: sum(getattr(v, k) for v in m.counts.values()) for k in ("rows_in", "staged", "quarantined", "duplicates")}
         secs = (m.finished - m.started).total_seconds() if m.finished else float("nan")
-        t.add_row(*cells(rid, m.flow, effective_status(m), *(f"{c[k]:,}" for k in c), f"{secs:.1f}"))
+        name = canonical_flow(m.flow, m.parameters)
+        t.add_row(*cells(rid, name, effective_status(m), *(f"{c[k]:,}" for k in c), f"{secs:.1f}"))
         shown += 1
         if shown >= last:
             break
@@ -56,6 +60,7 @@ def show_run(
     """Show one run manifest: parameters, inputs, counts per table, outputs, timings, errors."""
     from nodewatch.flows.cli import UserError, console, get_store
     from nodewatch.flows.cli._safe import cells, safe
+    from nodewatch.flows.run_names import canonical_flow
     from nodewatch.tasks.core.runs import ManifestError, effective_status, load_manifest, run_owner
 
     store = get_store()
@@ -74,7 +79,8 @@ def show_run(
     if as_json:
         console.print_json(json.dumps(m.model_dump(mode="json")), ensure_ascii=True)  # ESC, C1 -> \u001b, \u009b
         return
-    console.print(f"[bold]{safe(m.run_id)}[/bold]  flow={safe(m.flow)}  status={safe(status)}  code={safe(m.code_version)}")
+    name = canonical_flow(m.flow, m.parameters)
+    console.print(f"[bold]{safe(m.run_id)}[/bold]  flow={safe(name)}  status={safe(status)}  code={safe(m.code_version)}")
     owner = run_owner(m)
     if status == "abandoned":
         console.print(f"abandoned: the run's process ({safe(owner.describe() if owner else 'unknown')}) is gone; it was "
