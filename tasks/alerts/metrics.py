@@ -24,6 +24,7 @@ from datetime import date, datetime
 from typing import Any
 
 from nodewatch.schemas.names import is_valid_node_name
+from nodewatch.tasks.core.flow_names import canonical_flow
 from nodewatch.tasks.core.store import Store
 
 FILE = "nodewatch.prom"
@@ -90,7 +91,7 @@ def run_stats(store: Store) -> tuple[dict[str, float], dict[str, int]]:
     for run_id in store.list_runs():
         try:
             m = store.read_json("runs", f"{run_id}.json")
-            flow = str(m["flow"])
+            flow = canonical_flow(str(m["flow"]), m.get("parameters"))  # an old "ingest" manifest: ingest_<source>
         except Exception:  # noqa: BLE001,S112 - an unreadable manifest is reported by `nodewatch runs`
             continue
         fin = m.get("finished")
