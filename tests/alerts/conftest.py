@@ -25,14 +25,25 @@ def webhook() -> Iterator[Webhook]:
 @pytest.fixture
 def alertmanager(tmp_path, webhook) -> Iterator[str]:
     """A real Alertmanager on a free loopback port (notifications to :func:`webhook`, resolved ones too)."""
+    yield from run_alertmanager(tmp_path, webhook.url)
+
+
+@pytest.fixture(scope="module")
+def module_alertmanager(tmp_path_factory) -> Iterator[str]:
+    """One real Alertmanager for a whole test module (its webhook receives nothing: ``http://127.0.0.1:9``)."""
+    yield from run_alertmanager(tmp_path_factory.mktemp("am"), "http://127.0.0.1:9/hook")
+
+
+def run_alertmanager(directory: Path, hook_url: str) -> Iterator[str]:
+    """Start Debian's Alertmanager on a free 127.0.0.1 port with its data in ``directory``; yield its URL; stop it."""
     exe = shutil.which("alertmanager") or need("prometheus-alertmanager", "alertmanager")
     port = free_port()
-    cfg = tmp_path / "am.yml"
+    cfg = directory / "am.yml"
     cfg.write_text(
         "route:\n  receiver: hook\n  group_by: ['alertname', 'node', 'group']\n  group_wait: 1s\n  group_interval: 1s\n"
         "  repeat_interval: 4h\nreceivers:\n  - name: hook\n    webhook_configs:\n"
-        f"      - url: {webhook.url}\n        send_resolved: true\n")
-    proc = subprocess.Popen([str(exe), f"--config.file={cfg}", f"--storage.path={tmp_path / 'am-data'}",
+        f"      - url: {hook_url}\n        send_resolved: true\n")
+    proc = subprocess.Popen([str(exe), f"--config.file={cfg}", f"--storage.path={directory / 'am-data'}",
                              f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address=", "--log.level=warn"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
@@ -41,8 +52,6 @@ def alertmanager(tmp_path, webhook) -> Iterator[str]:
         yield url
     finally:
         stop(proc)
-
-
 
 
 @pytest.fixture
