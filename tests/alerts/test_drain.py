@@ -1,14 +1,12 @@
 """``nodewatch alerts drain-plan``: scontrol lines, confidence cut, --apply refusal; a real drain on the
-one-host Slurm of infra/local/cluster.sh when it is up (else that test is skipped, reason printed)."""
+one-host Slurm of infra/local/cluster.sh (the session's ``local_cluster`` fixture starts it)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-from pathlib import Path
 
 import pytest
-from alerts_support import DAY, REPO, verdict_rows
+from alerts_support import DAY, verdict_rows
 
 from nodewatch.tasks.alerts.config import DrainPolicy
 from nodewatch.tasks.alerts.drain import DrainRefused, apply_plan, check_policy, plan
@@ -48,30 +46,30 @@ def test_apply_is_refused_outside_the_policy(policy, match):
         apply_plan(entries, policy)
 
 
-def _slurm_env() -> dict[str, str] | None:
-    script = REPO / "infra" / "local" / "cluster.sh"
-    if not script.exists():
-        return None
-    p = subprocess.run([str(script), "status"], capture_output=True, text=True, timeout=30)
-    if "slurm: up" not in p.stdout:
-        return None
-    base = os.environ.get("NODEWATCH_LOCAL_DIR", "/tmp/nodewatch-local")
-    return {**os.environ, "SLURM_CONF": str(Path(base, "slurm", "slurm.conf"))}
-
-
 @pytest.mark.e2e
-def test_apply_drains_a_node_of_the_local_slurm(monkeypatch):
-    env = _slurm_env()
-    if env is None:
-        print("SKIP: the one-host Slurm of infra/local/cluster.sh is not up (infra/local/cluster.sh up slurm)")
-        pytest.skip("the one-host Slurm of infra/local/cluster.sh is not up (start it: infra/local/cluster.sh up slurm)")
-    monkeypatch.setenv("SLURM_CONF", env["SLURM_CONF"])
+def test_apply_drains_a_node_of_the_local_slurm(local_cluster, monkeypatch):
+    """The session's one-host Slurm (tests/localcluster.py starts it; skipped with the printed reason only where
+    the machine cannot run it): --apply drains node n1 with the nodewatch reason, then the test resumes it."""
+    local_cluster.need("slurm")
+    monkeypatch.setenv("SLURM_CONF", local_cluster.env["SLURM_CONF"])
+
+    def show() -> str:
+        p = subprocess.run(["scontrol", "show", "node", "n1"], capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+
+    assert "DRAIN" not in show()
     try:
         entries = plan([dict(verdict_rows()[1], subject="n1")], DAY, "RUNX", 0.75)
         check_policy(entries, DrainPolicy(apply=True, max_nodes=1))
         (res,) = apply_plan(entries, DrainPolicy(apply=True, max_nodes=1))
         assert res["ok"], res
-        show = subprocess.run(["scontrol", "show", "node", "n1"], capture_output=True, text=True, timeout=30).stdout
-        assert "DRAIN" in show and "nodewatch: high anomaly 2026-01-22" in show
+        out = show()
+        print(out)
+        assert "State=IDLE+DRAIN" in out or "+DRAIN" in out, out
+        assert "Reason=nodewatch: high anomaly 2026-01-22 (ib_errors_rate) run RUNX" in out, out
     finally:
         subprocess.run(["scontrol", "update", "NodeName=n1", "State=RESUME"], capture_output=True, timeout=30)
+    out = show()
+    print(out)
+    assert "DRAIN" not in out and "nodewatch" not in out, out
