@@ -1,7 +1,8 @@
 """Fault classifiers and their evaluation (Netti et al., Sec. 7).
 
 Models (Sec. 7.1): Random Forest, Decision Tree, linear Support Vector Classifier and a neural network with
-two hidden layers of 1000 neurons; SVC and NN get standardised inputs (RF/DT need none, Sec. 7.1).
+two hidden layers of 1000 neurons (torch, ``mlp.py``; 10 epochs); SVC and NN get standardised inputs (RF/DT
+need none, Sec. 7.1).
 Evaluation: 5-fold cross-validation with folds in time order (``KFold(shuffle=False)``: each fold is one
 contiguous stretch of the campaign, Fig. 9a) or shuffled (Fig. 9b); per-class and overall F-scores (F1,
 the harmonic mean of precision and recall, footnote 8). Feature importance: the top features of a DT
@@ -33,10 +34,17 @@ def make(name: str, seed: int = 0, n_jobs: int = 1):
     if name == "svc":
         return make_pipeline(StandardScaler(), LinearSVC(C=0.1, max_iter=5000, random_state=seed, class_weight="balanced"))
     if name == "nn":
-        return make_pipeline(
-            StandardScaler(),
-            MLPClassifier(hidden_layer_sizes=(1000, 1000), max_iter=60, early_stopping=False, random_state=seed),
-        )
+        try:
+            import torch  # noqa: F401
+
+            from nodewatch.models.finj.mlp import TorchMLP
+
+            return TorchMLP(hidden=(1000, 1000), epochs=10, seed=seed)  # standardises its inputs itself
+        except ImportError:  # torch missing: sklearn's float64 MLP (same architecture, much slower)
+            return make_pipeline(
+                StandardScaler(),
+                MLPClassifier(hidden_layer_sizes=(1000, 1000), max_iter=60, early_stopping=False, random_state=seed),
+            )
     raise ValueError(f"unknown model {name!r}: choose one of {', '.join(MODELS)}")
 
 

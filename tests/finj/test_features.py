@@ -98,3 +98,21 @@ def test_array_forest_reproduces_sklearn() -> None:
     arrays["left"] = arrays["left"] + 10_000
     with pytest.raises(ValueError, match="out of range"):
         ArrayForest(arrays)
+
+
+def test_torch_mlp_learns_and_standardises() -> None:
+    from nodewatch.models.finj.classify import make
+    from nodewatch.models.finj.mlp import TorchMLP
+
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 3, 300) * 2 + 1  # labels 1, 3, 5 (not 0..k-1)
+    x = rng.normal(size=(300, 20))
+    x[:, 0] = y * 1e6 + rng.normal(0, 2e5, 300)  # informative feature on a huge scale: needs standardising
+    x[:, 1] = 7.0  # constant feature
+    m = TorchMLP(hidden=(32, 32), epochs=100).fit(x[:200], y[:200])
+    assert set(m.classes_.tolist()) == {1, 3, 5}
+    assert (m.predict(x[200:]) == y[200:]).mean() > 0.9
+    p = m.predict_proba(x[200:])
+    assert p.shape == (100, 3) and np.allclose(p.sum(axis=1), 1.0, atol=1e-5)
+    nn = make("nn")
+    assert isinstance(nn, TorchMLP) and nn.hidden == (1000, 1000)
