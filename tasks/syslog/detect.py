@@ -10,6 +10,8 @@ Store outputs (docs/syslog.md), besides the templates of :mod:`nodewatch.tasks.s
 ``syslog_filters`` and ``syslog_abnormal`` are published by one commit (label ``syslog-detect``); a re-run of a day
 replaces both. Vicinities come from the staged topology (rack, architecture; ``rack_arch`` = the paper's best,
 physical location within one architecture); without a topology every node is in one ``global`` vicinity.
+SG is the number of lines in the ``window_min`` (30) minutes before each observation moment, one moment every
+``step_min`` (5) minutes (the paper's sliding window; the first moments of a day see only that day's lines).
 Windows in which a node boots (its own kernel/systemd boot line) are never abnormal: that outage is known.
 """
 
@@ -23,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from nodewatch.models.syslog.dynamic import sliding_any, sliding_sg
 from nodewatch.models.syslog.filtering import filtered_templates
 from nodewatch.models.syslog.vicinity import sg_matrix, two_means_threshold
 from nodewatch.schemas.syslog_analytics import SYSLOG_ABNORMAL, SYSLOG_FILTERS
@@ -50,19 +53,32 @@ class DayResult:
     outages: pa.Table
     export: str | None = None
     counts: dict[str, int] = field(default_factory=dict)
+    peer_median: list[float] = field(default_factory=list)
+    """Per ``abnormal`` row: the median SG of the live nodes of its vicinity in that window (the evidence)."""
+    peers: list[int] = field(default_factory=list)
+    """Per ``abnormal`` row: the live nodes of its vicinity in that window."""
 
     def shared(self) -> dict[str, object]:
         """The ``ctx.shared["syslog"]`` contract: the highest-scoring abnormal window per node, and the outages."""
         best: dict[str, dict[str, object]] = {}
-        for r in self.abnormal.to_pylist():
+        pm = self.peer_median or [float("nan")] * self.abnormal.num_rows
+        pn = self.peers or [0] * self.abnormal.num_rows
+        for r, med, n in zip(self.abnormal.to_pylist(), pm, pn, strict=True):
             cur = best.get(r["node"])
             if cur is None or r["score"] > cur["score"]:
                 best[r["node"]] = {"score": float(r["score"]), "vicinity": r["vicinity"],
-                                   "window_end": r["window_end"].isoformat()}
+                                   "window_end": r["window_end"].isoformat(), "sg": int(r["sg"]),
+                                   "peer_median_sg": float(med), "peers": int(n)}
         outs = [{"node": r["node"], "outage": r["outage"].isoformat(), "kind": r["kind"],
                  "boot": r["boot"].isoformat() if r["boot"] else None, "regular_failure": r["regular_failure"]}
                 for r in self.outages.to_pylist()]
-        return {"abnormal": best, "outages": outs}
+        new = []
+        if "new" in self.templates.catalogue.column_names:
+            cat = self.templates.catalogue.filter(pc.fill_null(self.templates.catalogue["new"], False))
+            new = [{"template_id": int(i), "template": t, "lines": int(n)} for i, t, n in
+                   zip(cat["template_id"].to_pylist(), cat["template"].to_pylist(), cat["lines_day"].to_pylist(),
+                       strict=True)]
+        return {"abnormal": best, "outages": outs, "new_templates": new, "filtered_templates": len(self.filtered)}
 
 
 def vicinities(store: Store, nodes: list[str], kind: str) -> tuple[list[np.ndarray], list[str]]:
@@ -100,8 +116,9 @@ def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, expor
     rows = tr.templated
     ds = day.isoformat()
     d0 = int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp()) * NS
-    w_ns = cfg.window_min * 60 * NS
-    n_win = -(-86400 * NS // w_ns)
+    step_ns = cfg.step_min * 60 * NS  # observation moments every step; SG = the window_min before each (Eq. S1)
+    k = max(1, cfg.window_min // cfg.step_min)
+    n_win = -(-86400 * NS // step_ns)
     nodes_arr = rows["node"].combine_chunks().dictionary_encode()
     nodes = nodes_arr.dictionary.to_pylist()
     nidx = nodes_arr.indices.to_numpy(zero_copy_only=False).astype(np.int64)
@@ -109,19 +126,19 @@ def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, expor
     tid = rows["template_id"].to_numpy()
     filt = filtered_templates(tid, nidx, tns, cfg.filter_share, cfg.filter_periodic_cv, node_share=cfg.filter_node_share)
     keep = ~np.isin(tid, np.array(sorted(filt), np.int64)) if cfg.filtered else np.ones(len(tid), bool)
-    sg = sg_matrix(tns[keep], nidx[keep], len(nodes), d0, w_ns, n_win)
+    sg = sliding_sg(sg_matrix(tns[keep], nidx[keep], len(nodes), d0, step_ns, n_win), k)
     staged = tr.source
     boot = pc.fill_null(pc.match_substring_regex(staged["message"], BOOT_RE), False)
     b = staged.filter(boot)
     b_idx = np.array([nodes.index(n) if n in nodes else -1 for n in b["node"].to_pylist()], np.int64)
-    booting = sg_matrix(pc.cast(b["time"], pa.int64()).to_numpy(), b_idx, len(nodes), d0, w_ns, n_win) > 0
+    booting = sliding_any(sg_matrix(pc.cast(b["time"], pa.int64()).to_numpy(), b_idx, len(nodes), d0, step_ns, n_win) > 0, k)
     groups, labels = vicinities(store, nodes, cfg.vicinity)
     flags, score, vic = detect(sg, groups, labels, cfg)
     flags &= ~booting
     ni, wi = np.nonzero(flags)
     abnormal = pa.table({
         "node": [nodes[i] for i in ni.tolist()],
-        "window_end": pa.array(d0 + (wi + 1) * w_ns, pa.int64()).cast(pa.timestamp("ns", tz="UTC")),
+        "window_end": pa.array(d0 + (wi + 1) * step_ns, pa.int64()).cast(pa.timestamp("ns", tz="UTC")),
         "sg": sg[ni, wi].astype(np.int64), "score": score[ni, wi].astype(float),
         "vicinity": [labels[vic[i]] for i in ni.tolist()],
         "variant": ["filtered" if cfg.filtered else "raw"] * len(ni),
@@ -140,6 +157,11 @@ def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, expor
     resv = store.read_staged("reservations")
     outs = syslog_outages(staged, int(pc.max(staged["time"]).cast(pa.int64()).as_py()), jobs=jobs, reservations=resv)
     res = DayResult(ds, tr, filt, abnormal, outs)
+    for i, w in zip(ni.tolist(), wi.tolist(), strict=True):
+        g = groups[vic[i]]
+        live = sg[g, w][sg[g, w] > 0]
+        res.peer_median.append(float(np.median(live)) if len(live) else 0.0)
+        res.peers.append(int(len(live)))
     res.counts = {"rows": tr.rows, "templates": tr.templates, "filtered_templates": len(filt),
                   "filtered_lines": int((~keep).sum()), "abnormal_windows": abnormal.num_rows,
                   "abnormal_nodes": len(set(abnormal["node"].to_pylist())), "outages": outs.num_rows,

@@ -2,7 +2,9 @@
 find outages, export it anonymised (docs/syslog.md).
 
 Leaves ``ctx.shared["syslog"] = {"abnormal": {node: {"score", "vicinity", "window_end"}}, "outages": [...]}`` for
-the later steps (predict, fuse, alerts); skipped with the reason when the night has no staged syslog.
+the later steps (predict, fuse, alerts), plus ``new_templates`` and ``filtered_templates``; writes the report
+section ``reports/nightly/date=D/syslog.md`` (:mod:`nodewatch.tasks.syslog.report`); skipped with the reason
+when the night has no staged syslog.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from nodewatch.tasks.syslog.settings import SyslogSettings
 def run(ctx: StepContext) -> dict[str, Any]:
     """Analyse ``ctx.day`` (module doc); returns the step row plus manifest outputs."""
     from nodewatch.tasks.syslog.detect import analyse_day
+    from nodewatch.tasks.syslog.report import section_markdown, write_section
 
     cfg = section(ctx.settings, "syslog", SyslogSettings)
     if not ctx.store.staged_files("syslog", dates=[ctx.day.isoformat()]):
@@ -25,11 +28,12 @@ def run(ctx: StepContext) -> dict[str, Any]:
     res = analyse_day(ctx.store, ctx.day, ctx.run_id, cfg, export=cfg.export_anonymised)
     ctx.shared["syslog"] = res.shared()
     c = res.counts
+    sec_path = write_section(ctx.store, ctx.day, section_markdown(ctx.shared["syslog"], c))
     failures = sum(1 for o in ctx.shared["syslog"]["outages"] if o["regular_failure"])
     details = (f"{c['rows']:,} lines, {c['templates']} templates ({c.get('templates_new_templates', 0)} new, "
                f"{c.get('templates_overflow', 0)} overflow lines), {c['filtered_templates']} filtered, "
                f"{c['abnormal_nodes']} abnormal nodes ({c['abnormal_windows']} windows), {failures} syslog failures")
-    return {"status": "ok", "details": details, "syslog": {**c, "export": res.export}}
+    return {"status": "ok", "details": details, "syslog": {**c, "export": res.export, "report_section": sec_path}}
 
 
 STEP = NightlyStep(name="syslog", run=run, order=10,

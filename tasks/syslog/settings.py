@@ -22,6 +22,8 @@ class SyslogSettings(BaseModel):
     """Messages are mined on this many leading characters (longer ones count as truncated)."""
     window_min: int = Field(30, ge=1, le=1440)
     """SG window (the paper's 30 minutes)."""
+    step_min: int = Field(5, ge=1, le=1440)
+    """Observation moments every this many minutes; each sees the ``window_min`` before it (sliding window)."""
     vicinity: str = Field("rack_arch", pattern="^(rack|arch|rack_arch|global)$")
     """Peer group of the detector (the paper's best: physical location within one architecture)."""
     density_factor: float = Field(3.0, gt=0.0)

@@ -137,7 +137,56 @@ def test_nightly_step_contract(store):
     row = step.run(ctx)
     assert row["status"] == "ok" and "templates" in row["details"]
     sh = ctx.shared["syslog"]
-    assert set(sh) == {"abnormal", "outages"} and isinstance(sh["outages"], list)
+    assert {"abnormal", "outages"} <= set(sh) and isinstance(sh["outages"], list)
+    for v in sh["abnormal"].values():  # the fuse step reads score, vicinity, window_end; the report the evidence
+        assert {"score", "vicinity", "window_end", "sg", "peer_median_sg", "peers"} <= set(v)
+        assert v["sg"] > v["peer_median_sg"] and v["peers"] >= 3
+    # the report section: stored by the step, appended to the night's report.md by write_report
+    from nodewatch.tasks.report.nightly import write_report
+
+    sec = row["syslog"]["report_section"]
+    with store.fs.open(sec, "rb") as f:
+        text = f.read().decode()
+    assert "## Syslog" in text and "### Outages" in text and "### New templates of the night" in text
+    assert f"### Abnormal nodes ({len(sh['abnormal'])})" in text
+    with store.fs.open(write_report(store, date(2026, 1, 2), "# report\n", None)["report"], "rb") as f:
+        assert f.read().decode() == "# report\n\n" + text
     ctx2 = StepContext(store=store, day=date(2026, 2, 1), settings=settings, rec=rec, run_id=rec.run_id + "x")
     assert step.run(ctx2)["status"] == "skipped" and ctx2.shared["syslog"] == {"abnormal": {}, "outages": []}
     rec.finish()
+
+
+def test_section_markdown_escapes_data():
+    from nodewatch.tasks.syslog.report import section_markdown
+
+    sh = {"abnormal": {"cn|01": {"score": 9.5, "vicinity": "rack <b>r1</b>", "window_end": "2026-01-02T10:30:00+00:00",
+                                 "sg": 40, "peer_median_sg": 2.0, "peers": 12}},
+          "outages": [{"node": "cn02", "outage": "2026-01-02T03:00:00", "kind": "boot", "boot": None,
+                       "regular_failure": True}],
+          "new_templates": [{"template_id": 7, "template": "evil [x](http://e) <*>", "lines": 3}]}
+    text = section_markdown(sh, {"rows": 1000, "templates": 9})
+    assert "<b>" not in text and "](http" not in text and "cn\\|01" in text
+    assert "| 9.5 |" in text and "(1, 1 regular failures)" in text and "1,000 lines" in text
+    assert "No node departed" in section_markdown({"abnormal": {}, "outages": []})
+
+
+@pytest.mark.slow
+def test_syslog_days_flow_with_artifacts(store, prefect_harness):
+    import anyio
+    from prefect.client.orchestration import get_client
+
+    from nodewatch.flows.syslog import run_syslog_days, syslog_days
+
+    m = syslog_days(date(2026, 1, 1), date(2026, 1, 3), store=store.url, export=False)
+    assert m["status"] == "completed"
+    assert [d["day"] for d in m["outputs"]["days"]] == ["2026-01-01", "2026-01-02"]
+    assert m["notes"]["skipped_days"] == ["2026-01-03"]
+    assert all(d["rows"] > 1000 for d in m["outputs"]["days"])
+
+    async def _keys() -> set[str]:
+        async with get_client() as c:
+            return {a.key for a in await c.read_artifacts()}
+
+    assert {"syslog-days-2026-01-01-2026-01-03", "syslog-summary-2026-01-01-2026-01-03"} <= anyio.run(_keys)
+    with pytest.raises(ValueError, match="end must be >= start"):
+        run_syslog_days(date(2026, 1, 3), date(2026, 1, 1), store=store.url)
