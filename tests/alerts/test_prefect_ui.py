@@ -1,11 +1,14 @@
 """The Prefect UI explains a run: ``nodewatch server start`` (real Prefect server + the read-only store view on
 127.0.0.1), a real ingest flow run against it, then headless Chromium (Debian's package, driven by Playwright)
 opens the run, which is named by the nodewatch run id, shows its per-file counts in the log, and whose
-Data Docs artifact link opens the page over HTTP. Screenshots go to ``$NODEWATCH_SCREENSHOTS`` (default: the
-test's temporary directory); their paths are printed."""
+Data Docs artifact link opens the page over HTTP; then a real (tiny) bootstrap + ``nightly`` run against the same
+server, whose nightly report and score heat-map links are clicked too (the page renders, the image loads).
+One server and one browser per module. Screenshots go to ``$NODEWATCH_SCREENSHOTS`` (default: the module's
+temporary directory); their paths are printed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -14,6 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import unquote
 
 import httpx
 import pytest
@@ -30,18 +34,19 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-@pytest.fixture
-def ui_server(tmp_path):
+@pytest.fixture(scope="module")
+def ui_server(tmp_path_factory):
     pytest.importorskip("playwright.sync_api", reason="playwright not installed (pip install -e .[dev])")
     chromium = shutil.which("chromium") or need("chromium", "chromium")
+    base = tmp_path_factory.mktemp("ui")
     port, rport = free_port(), free_port()
-    store = tmp_path / "store"
+    store = base / "store"
     store.mkdir()
     proc = subprocess.Popen([sys.executable, "-m", "nodewatch.flows.cli", "--store", str(store), "server", "start",
-                             "--port", str(port), "--reports-port", str(rport)], env=_env(tmp_path),
+                             "--port", str(port), "--reports-port", str(rport)], env=_env(base),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + 120
         while True:
             try:
                 if httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=2).status_code == 200:
@@ -49,36 +54,69 @@ def ui_server(tmp_path):
             except httpx.HTTPError:
                 pass
             assert proc.poll() is None, "nodewatch server start exited"
-            assert time.monotonic() < deadline, "Prefect server not up after 90 s"
+            assert time.monotonic() < deadline, "Prefect server not up after 120 s"
             time.sleep(0.5)
+        shots = Path(os.environ.get("NODEWATCH_SCREENSHOTS") or base / "screens")
+        shots.mkdir(parents=True, exist_ok=True)
         yield {"ui": f"http://127.0.0.1:{port}", "api": f"http://127.0.0.1:{port}/api", "reports": f"http://127.0.0.1:{rport}",
-               "store": store, "chromium": chromium}
+               "store": store, "chromium": chromium, "base": base, "shots": shots,
+               "env": {**_env(base), "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
+                       "NODEWATCH_REPORTS_URL": f"http://127.0.0.1:{rport}"}}
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)  # the nodewatch process and the prefect server it started
+        os.kill(proc.pid, signal.SIGTERM)  # the command stops its prefect server child itself
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(30)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever is left of the group this fixture started
+
+
+@pytest.fixture(scope="module")
+def browser(ui_server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=ui_server["chromium"], args=ARGS)
         try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            yield b
+        finally:
+            b.close()
+
+
+def _flow_run(api: str, name: str) -> dict:
+    (fr,) = httpx.post(f"{api}/flow_runs/filter", json={"flow_runs": {"name": {"any_": [name]}}}, timeout=30).json()
+    return fr
+
+
+def _open_link_artifact(page, ui: str, flow_run_id: str, key: str, link_text: str):
+    """Open the run's Artifacts tab, the artifact ``key`` and click its link; returns (href, new page)."""
+    page.goto(f"{ui}/runs/flow-run/{flow_run_id}")
+    page.get_by_text("Artifacts", exact=True).first.click()
+    page.get_by_text(key, exact=True).first.click()
+    link = page.get_by_role("link", name=link_text).first
+    link.wait_for(timeout=60_000)
+    href = link.get_attribute("href")
+    with page.context.expect_page(timeout=30_000) as new:
+        link.click()
+    target = new.value
+    target.wait_for_load_state()
+    return href, target
 
 
 @pytest.mark.e2e
 @pytest.mark.slow
-def test_run_named_logged_and_data_docs_link_opens(ui_server, tmp_path):
-    from playwright.sync_api import sync_playwright
-
+def test_run_named_logged_and_data_docs_link_opens(ui_server, browser, tmp_path):
     s = ui_server
     log = tmp_path / "s.log"
     log.write_text("<13>1 2026-01-02T00:00:00Z cn001 app - - - hello\n<13>1 2026-01-02T00:01:00Z cn002 app - - - hi\n"
                    "not a syslog line\n")
-    env = {**_env(tmp_path), "PREFECT_API_URL": s["api"], "NODEWATCH_REPORTS_URL": s["reports"]}
     p = subprocess.run([sys.executable, "-m", "nodewatch.flows.cli", "--store", str(s["store"]), "ingest", "syslog",
-                        str(log), "--prefect"], env=env, capture_output=True, text=True, timeout=300, cwd=REPO)
+                        str(log), "--prefect"], env=s["env"], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     (manifest,) = [json.loads(f.read_text()) for f in (s["store"] / "runs").glob("*.json")]
     run_id = manifest["run_id"]
 
-    (fr,) = httpx.post(f"{s['api']}/flow_runs/filter", json={"limit": 5}, timeout=10).json()
-    assert fr["name"] == run_id, "the flow run is named by the nodewatch run id"
+    fr = _flow_run(s["api"], run_id)  # the flow run is named by the nodewatch run id
+    assert fr["name"] == run_id
     logs = [x["message"] for x in httpx.post(f"{s['api']}/logs/filter", timeout=10,
                                              json={"logs": {"flow_run_id": {"any_": [fr["id"]]}}}).json()]
     assert any(m.startswith("s.log: ingested, 3 rows in, 2 staged, 1 quarantined, 0 duplicates") for m in logs), logs
@@ -88,29 +126,60 @@ def test_run_named_logged_and_data_docs_link_opens(ui_server, tmp_path):
     href = f"{s['reports']}/validation/{run_id}/syslog/index.html"
     assert href in docs["data"]
 
-    shots = Path(os.environ.get("NODEWATCH_SCREENSHOTS") or tmp_path / "screens")
-    shots.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=s["chromium"], args=ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 900})
-            page.goto(f"{s['ui']}/runs/flow-run/{fr['id']}")
-            page.get_by_text(run_id).first.wait_for(timeout=60_000)
-            page.get_by_text("s.log: ingested, 3 rows in, 2 staged").first.wait_for(timeout=30_000)
-            page.screenshot(path=str(shots / "1-flow-run-logs.png"))
-            page.get_by_text("Artifacts", exact=True).first.click()
-            page.get_by_text("gx-data-docs-syslog", exact=True).first.click()
-            link = page.get_by_role("link", name="GX Data Docs").first
-            link.wait_for(timeout=30_000)
-            assert link.get_attribute("href") == href
-            page.screenshot(path=str(shots / "2-data-docs-artifact.png"))
-            with page.context.expect_page(timeout=30_000) as new:
-                link.click()
-            docs_page = new.value
-            docs_page.wait_for_load_state()
-            assert docs_page.url == href
-            assert "Data Docs" in docs_page.inner_text("body")
-            docs_page.screenshot(path=str(shots / "3-data-docs-page.png"))
-        finally:
-            browser.close()
+    shots = s["shots"]
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        page.goto(f"{s['ui']}/runs/flow-run/{fr['id']}")
+        page.get_by_text(run_id).first.wait_for(timeout=60_000)
+        page.get_by_text("s.log: ingested, 3 rows in, 2 staged").first.wait_for(timeout=30_000)
+        page.screenshot(path=str(shots / "1-flow-run-logs.png"))
+        got, docs_page = _open_link_artifact(page, s["ui"], fr["id"], "gx-data-docs-syslog", "GX Data Docs")
+        page.screenshot(path=str(shots / "2-data-docs-artifact.png"))
+        assert got == href and docs_page.url == href
+        assert "Data Docs" in docs_page.inner_text("body")
+        docs_page.screenshot(path=str(shots / "3-data-docs-page.png"))
+    finally:
+        page.context.close()
     print(f"screenshots: {shots}/1-flow-run-logs.png, 2-data-docs-artifact.png, 3-data-docs-page.png")
+
+
+NIGHT = """
+import sys
+from nodewatch.flows.demo import bootstrap
+from nodewatch.flows.nightly import nightly
+inbox, store = sys.argv[1], sys.argv[2]
+bootstrap(inbox, store, 3, 1, 10, {"n_nodes": 4, "nodes_per_rack": 4, "step_s": 900, "misconfig_rack": -1})
+m = nightly(demo=True, inbox=inbox, store=store, checkpoint_tables=False, states=False)
+print("RUN", m["run_id"], m["parameters"]["day"], m["status"])
+"""
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_nightly_report_and_heat_map_links_open(ui_server, browser):
+    s = ui_server
+    p = subprocess.run([sys.executable, "-c", NIGHT, str(s["base"] / "inbox"), str(s["store"])], env=s["env"],
+                       capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    (line,) = [ln for ln in p.stdout.splitlines() if ln.startswith("RUN ")]
+    _, run_id, day, status = line.split()
+    assert status == "completed"
+    fr = _flow_run(s["api"], run_id)
+    key = f"nightly-{day}"
+    shots = s["shots"]
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        href, report = _open_link_artifact(page, s["ui"], fr["id"], f"{key}-report", f"nightly report {day}")
+        assert href == report.url and unquote(href) == f"{s['reports']}/reports/nightly/date={day}/report.md"
+        body = report.inner_text("body")
+        assert day in body and "score" in body, body[:500]
+        report.screenshot(path=str(shots / "4-nightly-report-page.png"), full_page=True)
+        href, heat = _open_link_artifact(page, s["ui"], fr["id"], f"{key}-heatmap", f"score heat map {day}")
+        assert href == heat.url and href.startswith(f"{s['reports']}/scores/daily/") and href.endswith("heatmap.png")
+        width = heat.evaluate("() => document.images.length && document.images[0].complete ? "
+                              "document.images[0].naturalWidth : 0")
+        assert width > 0, "the heat map image did not load"
+        heat.screenshot(path=str(shots / "5-heatmap-image.png"))
+    finally:
+        page.context.close()
+    print(f"screenshots: {shots}/4-nightly-report-page.png, 5-heatmap-image.png")
