@@ -158,6 +158,13 @@ def train_cmd(
             "campaign's telemetry as staged by 'nodewatch ingest telemetry' (for the nightly step)."
         ),
     ] = "raw",
+    levels: Annotated[
+        str,
+        typer.Option(
+            help="all: gauges as levels (the paper's features); derivative: node-wide memory/load gauges "
+            "enter as changes per second (robust to other users of a shared machine)."
+        ),
+    ] = "all",
     as_json: JsonOpt = False,
 ) -> None:
     """Cross-validate RF/DT/SVC/NN on campaign windows, print F-score tables, store the RF in models/finj/."""
@@ -173,6 +180,8 @@ def train_cmd(
         raise UserError(f"--models: unknown {', '.join(bad) or '(none)'}; choose from {', '.join(MODELS)}")
     if source not in ("raw", "staged"):
         raise UserError(f"--source must be raw or staged, got {source!r}")
+    if levels not in ("all", "derivative"):
+        raise UserError(f"--levels must be all or derivative, got {levels!r}")
     for c in campaigns:
         if not c.is_dir() or c.is_symlink():
             raise UserError(f"{c}: not a campaign directory")
@@ -184,6 +193,7 @@ def train_cmd(
             seed,
             progress=None if as_json else lambda s: err_console.print(f"cv: {s}"),
             source=source,
+            levels=levels,
         )
     except CampaignError as e:
         raise UserError(str(e)) from None

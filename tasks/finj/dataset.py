@@ -191,14 +191,26 @@ class Dataset:
     layout: FeatureLayout
 
 
-def choose_layout(raw: Raw, allocated: bool = True) -> FeatureLayout:
+LEVEL_PREFIXES = ("meminfo.", "vmstat.", "loadavg.", "procstat.procs_")
+"""Node-wide gauges whose absolute level drifts with everything else running on a shared machine (memory
+in use, load average, runnable processes): with ``levels="derivative"`` their first derivative replaces them."""
+
+
+def choose_layout(raw: Raw, allocated: bool = True, levels: str = "all") -> FeatureLayout:
     """Node/core metric split with constant metrics dropped (Sec. 6: constant metrics are redundant); with
-    ``allocated`` the ``allocated`` metric (from the engine's events) leads both lists."""
+    ``allocated`` the ``allocated`` metric (from the engine's events) leads both lists.
+
+    ``levels="all"`` (the paper's features): gauges enter as levels. ``levels="derivative"``: the node-wide
+    gauges of :data:`LEVEL_PREFIXES` are treated like counters (their change per second replaces the level;
+    the run's own cgroup gauges stay levels), so a window's features do not depend on how much memory or
+    load the machine's other users hold at that time."""
+    if levels not in ("all", "derivative"):
+        raise ValueError(f"levels must be all or derivative, got {levels!r}")
     var = (raw.values.std(axis=0) > 0) & np.array([not c.startswith(EXCLUDED_PREFIXES) for c in raw.columns], bool)
     node = [c for c, v in zip(raw.columns, var, strict=True) if "#" not in c and v]
     core_bases = sorted({c.split("#", 1)[0] for c, v in zip(raw.columns, var, strict=True) if "#" in c and v})
     core = [b for b in core_bases if all(f"{b}#{k}" in raw.columns for k in range(raw.n_cores))]
-    counters = frozenset(c for c in node + core if is_counter(c))
+    counters = frozenset(c for c in node + core if is_counter(c) or (levels == "derivative" and c.startswith(LEVEL_PREFIXES)))
     lead = ("allocated",) if allocated else ()
     return FeatureLayout((*lead, *node), (*lead, *core), counters)
 

@@ -82,7 +82,7 @@ class Experiment:
     confusion_classes: list[str] | None = None
 
 
-def combine(campaigns: Sequence[Path], source: str = "raw", store=None) -> tuple[Dataset, list[int]]:
+def combine(campaigns: Sequence[Path], source: str = "raw", store=None, levels: str = "all") -> tuple[Dataset, list[int]]:
     """Feature sets of several campaigns with one layout (the first campaign's), concatenated in time order.
 
     ``source="raw"``: the sampler's ``raw.csv`` (every /proc field, per core, ``allocated``);
@@ -98,7 +98,7 @@ def combine(campaigns: Sequence[Path], source: str = "raw", store=None) -> tuple
         layout = choose_layout(raws[0], allocated=False)
         parts = [build_raw(r, layout) for r in raws]
     elif source == "raw":
-        layout = choose_layout(read_raw(campaigns[0]))
+        layout = choose_layout(read_raw(campaigns[0]), levels=levels)
         parts = [build(c, layout) for c in campaigns]
     else:
         raise ValueError(f"unknown source {source!r}: raw or staged")
@@ -241,7 +241,11 @@ def load_model(store, run_id: str | None = None) -> LoadedModel:
 
 def report_markdown(exps: Sequence[Experiment], top: Sequence[tuple[str, float]], info: dict[str, Any]) -> str:
     """The F-score tables (overall and per fault, beside the paper's) and the top-20 DT features beside Table 2."""
-    lines = [f"# Fault classification: {info.get('campaigns', '')} ({info.get('source', 'raw')} features)", ""]
+    lines = [
+        f"# Fault classification: {info.get('campaigns', '')} "
+        f"({info.get('source', 'raw')} features, levels: {info.get('levels', 'all')})",
+        "",
+    ]
     lines += [
         f"{info.get('windows', 0)} windows (60 s, every 10 s), {info.get('ambiguous', 0)} ambiguous; "
         f"{info.get('features', 0)} features per core; classes: {info.get('class_counts', {})}",
@@ -307,20 +311,24 @@ def train(
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
     source: str = "raw",
+    levels: str = "all",
 ) -> dict[str, Any]:
     """Evaluate and store a fault classifier (see module doc); returns the summary (also in ``metrics.json``)."""
     from nodewatch.tasks.core.runs import RunRecorder
 
     rec = RunRecorder(
-        store, "finj_train", {"campaigns": [str(c) for c in campaigns], "models": list(models), "seed": seed, "source": source}
+        store,
+        "finj_train",
+        {"campaigns": [str(c) for c in campaigns], "models": list(models), "seed": seed, "source": source, "levels": levels},
     )
     rec.write()
     with rec.step("features"):
-        ds, sizes = combine(campaigns, source, store)
+        ds, sizes = combine(campaigns, source, store, levels)
     counts = {CLASSES[c]: int(n) for c, n in enumerate(np.bincount(ds.mode, minlength=len(CLASSES))) if n}
     info = {
         "campaigns": ", ".join(Path(c).name for c in campaigns),
         "source": source,
+        "levels": levels,
         "windows": int(len(ds.ends)),
         "ambiguous": int(ds.ambiguous.sum()),
         "features": len(ds.names),

@@ -108,3 +108,19 @@ def test_excluded_intervals_drop_their_windows() -> None:
     gone = sorted(set(full.ends.tolist()) - set(cut.ends.tolist()))
     assert [e - 1_000_000 for e in gone] == [109, 119, 129, 139, 149, 159]
     assert len(cut.mode) == len(cut.ends) == cut.features.shape[0]
+
+
+def test_levels_derivative_turns_node_gauges_into_changes() -> None:
+    raw = _raw()
+    raw = Raw(
+        raw.t0,
+        [*raw.columns, "meminfo.MemFree", "loadavg.load1"],
+        np.column_stack([raw.values, np.arange(200.0) ** 2, np.ones(200) * np.arange(200) % 7]),
+        raw.events,
+        1,
+    )
+    assert "meminfo.MemFree" not in choose_layout(raw).counters
+    lay = choose_layout(raw, levels="derivative")
+    assert {"meminfo.MemFree", "loadavg.load1"} <= lay.counters and "cgroup.apps.cpu_usage" in lay.counters
+    with pytest.raises(ValueError):
+        choose_layout(raw, levels="some")

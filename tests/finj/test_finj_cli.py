@@ -98,6 +98,12 @@ def test_generate_writes_a_workload_run_accepts(tmp_path: Path, store: Path) -> 
 def test_train_refuses_bad_arguments(tmp_path: Path, store: Path) -> None:
     assert "--models: unknown xgb" in _err(["finj", "train", str(tmp_path), "--models", "rf,xgb"], store)
     assert "--source must be raw or staged" in _err(["finj", "train", str(tmp_path), "--source", "cloud"], store)
+    assert "--levels must be all or derivative" in _err(["finj", "train", str(tmp_path), "--levels", "abs"], store)
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "raw.csv").write_text("#Time,Time_usec,ProducerName,component_id,job_id,a\n1,0,n,0,0,1\n" * 2)
+    (tmp_path / "x" / "events.csv").write_text("time,event,seq,is_fault,program,low,cores,pid,status,detail\n")
+    (tmp_path / "x" / "exclude.csv").write_text("start,end,reason\nsoon,later,x\n")
+    assert "exclude.csv: bad row" in _err(["finj", "train", str(tmp_path / "x")], store)
     assert "not a campaign directory" in _err(["finj", "train", str(tmp_path / "nope")], store)
     (tmp_path / "c").mkdir()
     assert "raw.csv" in _err(["finj", "train", str(tmp_path / "c")], store)
