@@ -2,7 +2,14 @@
 
 Each of ``splits`` rounds draws a random split *by group* (a failure event, or an ok node-day, never cut
 in two): 50 % of the groups train the six networks, 25 % train the LSTM voter (its own 60/40 split picks
-its threshold, sec. 4.3), 25 % are the test set on which every scheme is scored. The table reports the
+its threshold, sec. 4.3), 25 % are the test set on which every scheme is scored.
+
+Training positives are the failures *with a precursor* only (``train_positives="precursor"``, the default):
+the thesis mines a failure event only where an anomaly precedes the failure (sec. 4.2.2), and a failure
+without a precursor is, in its windows, an ok sequence with the label "failure". Measured on the 1000-node
+60-day simulator (train seed 1, test seed 2): training on all failures gave 1NN fpr 1.2e-3 and 6NN 1.1e-4,
+training on precursor failures 4.6e-4 and 0 at the same recall (0.75 / 0.65 of precursor failures). The test
+split still holds every failure: tpr is reported over all failures and over precursor failures. The table reports the
 mean over rounds of tpr / fpr / ppv and UC(1024) (eq. 4.4 with P(E) of the simulated data) beside the
 thesis's rows.
 """
@@ -45,6 +52,15 @@ def _split_groups(groups: np.ndarray, rng: np.random.Generator, shares: tuple[fl
     return tuple(np.isin(groups, p) for p in parts)
 
 
+def training_mask(y: np.ndarray, has_precursor: np.ndarray, train_positives: str = "precursor") -> np.ndarray:
+    """Sequences the networks may learn from: every ok sequence, and the failures with a precursor (or all)."""
+    if train_positives not in ("precursor", "all"):
+        raise ValueError(f"train_positives must be 'precursor' or 'all', got {train_positives!r}")
+    if train_positives == "all":
+        return np.ones(len(y), bool)
+    return (np.asarray(y) == 0) | np.asarray(has_precursor, bool)
+
+
 def scheme_decisions(ens: LeadTimeEnsemble, voter: Any, x: np.ndarray) -> dict[str, np.ndarray]:
     """Positive predictions of every scheme of :data:`SCHEMES` for sequences ``x``."""
     p = ens.predict_proba(x)
@@ -74,16 +90,22 @@ def cross_validate(
     seed: int = 0,
     epochs: int = 300,
     voter_target_fpr: float = 5e-5,
+    train_positives: str = "precursor",
 ) -> pd.DataFrame:
-    """Monte-Carlo cross-validation: per round and scheme, the confusion counts and rates on the test split."""
+    """Monte-Carlo cross-validation: per round and scheme, the confusion counts and rates on the test split.
+
+    ``train_positives``: ``"precursor"`` (networks and voter learn from failures with a precursor only) or ``"all"``.
+    """
     x = np.concatenate([pos.x, neg.x]).astype(np.float32)
     y = np.concatenate([pos.y, neg.y])
     g = np.concatenate([pos.group, neg.group])
     pre = np.concatenate([pos.has_precursor, neg.has_precursor])
+    usable = training_mask(y, pre, train_positives)
     rng = np.random.default_rng(seed)
     out = []
     for k in range(splits):
         tr, vo, te = _split_groups(g, rng, (0.5, 0.25))
+        tr, vo = tr & usable, vo & usable
         ens = LeadTimeEnsemble(epochs=epochs, seed=seed + k).fit(x[tr], y[tr])
         proba = ens.predict_proba(x[vo])
         voter = fit_lstm_voter(proba, y[vo], target_fpr=voter_target_fpr, epochs=min(epochs, 300), seed=seed + k)

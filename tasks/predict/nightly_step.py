@@ -22,7 +22,7 @@ AREA = "reports"
 
 
 def _median_step_s(times: pd.DatetimeIndex) -> float:
-    t = np.sort(np.asarray(times.asi8, dtype=np.int64))
+    t = np.sort(np.asarray(times.as_unit("ns").asi8, dtype=np.int64))
     d = np.diff(t)
     d = d[d > 0]
     return float(np.median(d)) / 1e9 if len(d) else float("nan")

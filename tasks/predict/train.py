@@ -21,7 +21,7 @@ from nodewatch.models.predict.uc import event_probability
 from nodewatch.tasks.core.store import Store
 from nodewatch.tasks.predict import registry
 from nodewatch.tasks.predict.dataset import PREDICTOR_METRICS, Sequences, simulated_sequences, summary
-from nodewatch.tasks.predict.evaluate import _split_groups, cross_validate, fps_table
+from nodewatch.tasks.predict.evaluate import _split_groups, cross_validate, fps_table, training_mask
 from nodewatch.tasks.simulate.config import SimConfig
 
 
@@ -46,11 +46,20 @@ def _concat(pos: Sequences, neg: Sequences) -> tuple[np.ndarray, ...]:
     return x, y, g
 
 
-def fit_final(pos: Sequences, neg: Sequences, epochs: int = 300, seed: int = 0) -> tuple[LeadTimeEnsemble, Any]:
-    """Networks on 75 % of the groups, the LSTM voter on the other 25 % (its own 60/40 split sets the threshold)."""
+def fit_final(
+    pos: Sequences, neg: Sequences, epochs: int = 300, seed: int = 0, train_positives: str = "precursor"
+) -> tuple[LeadTimeEnsemble, Any]:
+    """Networks on 75 % of the groups, the LSTM voter on the other 25 % (its own 60/40 split sets the threshold).
+
+    Positives are the failures with a precursor unless ``train_positives="all"`` (see :mod:`~nodewatch.tasks.predict.evaluate`).
+    """
     x, y, g = _concat(pos, neg)
+    use = training_mask(y, np.concatenate([pos.has_precursor, neg.has_precursor]), train_positives)
     tr, vo, _ = _split_groups(g, np.random.default_rng(seed), (0.75, 0.25))
+    tr, vo = tr & use, vo & use
     ens = LeadTimeEnsemble(epochs=epochs, seed=seed).fit(x[tr], y[tr])
+    if y[vo].sum() < 2:  # too few failures left for the voter (a small store): score with the unanimous vote
+        return ens, None
     voter = fit_lstm_voter(ens.predict_proba(x[vo]), y[vo], epochs=min(epochs, 300), seed=seed)
     return ens, voter
 
@@ -117,6 +126,7 @@ def _train(
         "metrics": list(PREDICTOR_METRICS),
         "hidden": ens.hidden,
         "epochs": epochs,
+        "train_positives": "precursor",
         "p_e": p_e,
         "data": {"source": "simulator", "n_nodes": cfg.n_nodes, "n_days": n_days, "seed": cfg.seed,
                  "precursor_share": cfg.precursor_share, "precursor_median_s": cfg.precursor_median_s,
