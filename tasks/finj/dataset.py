@@ -22,6 +22,8 @@ from nodewatch.models.finj.labels import window_labels
 from nodewatch.tasks.finj.catalog import FAULTS, HEALTHY
 from nodewatch.tasks.finj.sampler import LDMS_META, is_counter
 
+MAX_MISSING = 6
+"""Most missing (filled) seconds a 60-s window may hold (10 %); more and the window is dropped."""
 CLASSES = (HEALTHY, *sorted(FAULTS))
 """Label codes: 0 = healthy, then the eight fault programs (intensity is not a separate class)."""
 
@@ -44,6 +46,9 @@ class Raw:
     excluded: tuple[tuple[float, float], ...] = ()
     """Epoch-second intervals whose windows are dropped (``exclude.csv`` of the campaign: something else injected
     faults on the machine then, e.g. a test's mini campaign)."""
+    missing: np.ndarray | None = None
+    """Per grid second: no sample was taken (the row repeats the previous sample). Windows with more than
+    :data:`MAX_MISSING` missing seconds are dropped (a stalled sampler gives no feature set)."""
 
 
 def read_raw(campaign: Path, max_bytes: int = 4 * 2**30) -> Raw:
@@ -84,6 +89,8 @@ def read_raw(campaign: Path, max_bytes: int = 4 * 2**30) -> Raw:
     t0 = int(uniq[0])
     idx = np.searchsorted(uniq, np.arange(t0, int(uniq[-1]) + 1), side="right") - 1  # last sample at or before
     grid = vals[first][idx]
+    missing = np.ones(idx.size, bool)
+    missing[uniq - t0] = False
     # forward-fill NaN cells (a field missing in one sample)
     mask = np.isnan(grid)
     if mask.any():
@@ -103,7 +110,7 @@ def read_raw(campaign: Path, max_bytes: int = 4 * 2**30) -> Raw:
                 except (KeyError, TypeError, ValueError):
                     raise CampaignError(f"exclude.csv: bad row {row} (start,end,reason in epoch seconds)") from None
                 excluded.append((a, b))
-    return add_derived(Raw(t0, metric_cols, grid, events, (max(cores) + 1) if cores else 1, tuple(excluded)))
+    return add_derived(Raw(t0, metric_cols, grid, events, (max(cores) + 1) if cores else 1, tuple(excluded), missing))
 
 
 EXCLUDED_PREFIXES = ("cgroup.faults.",)
@@ -138,7 +145,9 @@ def add_derived(raw: Raw) -> Raw:
         cols.append(b - raw.values[:, col[job]])
     if not cols:
         return raw
-    return Raw(raw.t0, [*raw.columns, *names], np.column_stack([raw.values, *cols]), raw.events, raw.n_cores, raw.excluded)
+    return Raw(
+        raw.t0, [*raw.columns, *names], np.column_stack([raw.values, *cols]), raw.events, raw.n_cores, raw.excluded, raw.missing
+    )
 
 
 def per_second_state(raw: Raw) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -257,6 +266,9 @@ def build_raw(raw: Raw, layout: FeatureLayout | None = None, window: int = WINDO
     labels, _, _ = per_second_state(raw)
     mode, recent, amb = window_labels(labels, ends, window)
     keep = np.ones(ends.size, bool)
+    if raw.missing is not None and raw.missing.any():
+        cum = np.concatenate([[0], np.cumsum(raw.missing)])
+        keep &= (cum[ends + 1] - cum[ends + 1 - window]) <= MAX_MISSING
     for a, b in raw.excluded:  # windows [end - window + 1, end] overlapping an excluded interval
         start_s = ends + raw.t0 - (window - 1)
         keep &= ~((start_s <= b) & (ends + raw.t0 >= a))

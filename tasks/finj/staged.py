@@ -71,6 +71,8 @@ def raw_from_staged(store, node: str, start_s: float, end_s: float, events: list
     n = int(secs.max()) - t0 + 1
     grid = np.full((n, len(names)), np.nan)
     grid[secs - t0, col] = value
+    missing = np.ones(n, bool)
+    missing[secs - t0] = False
     median_gap = float(np.median(np.diff(np.unique(secs)))) if len(np.unique(secs)) > 1 else np.inf
     if median_gap > 5:
         raise CampaignError(f"node {node}: staged telemetry every {median_gap:.0f} s; fault classification needs ~1-s samples")
@@ -86,7 +88,7 @@ def raw_from_staged(store, node: str, start_s: float, end_s: float, events: list
         first = int(np.argmax(ok))
         idx[:first] = first
         grid[:, j] = c[idx]
-    return Raw(t0, [str(x) for x in names], grid, events or [], 1)
+    return Raw(t0, [str(x) for x in names], grid, events or [], 1, missing=missing)
 
 
 def campaign_span(campaign: Path) -> tuple[str, float, float, list[dict[str, str]]]:

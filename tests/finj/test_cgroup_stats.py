@@ -124,3 +124,21 @@ def test_levels_derivative_turns_node_gauges_into_changes() -> None:
     assert {"meminfo.MemFree", "loadavg.load1"} <= lay.counters and "cgroup.apps.cpu_usage" in lay.counters
     with pytest.raises(ValueError):
         choose_layout(raw, levels="some")
+
+
+def test_windows_over_a_sampler_stall_are_dropped(tmp_path: Path) -> None:
+    # a stalled sampler (here 30 s without samples, as under a global OOM on a shared machine): the filled
+    # seconds repeat the last sample; windows with more than 6 filled seconds give no feature set
+    from nodewatch.tasks.finj.dataset import build
+
+    t = [*range(1000, 1100), *range(1130, 1250)]
+    (tmp_path / "raw.csv").write_text(
+        "#Time,Time_usec,ProducerName,component_id,job_id,procstat.user,procstat.user#0\n"
+        + "".join(f"{s},0,n,0,0,{s * 0.5},{s * 0.25 + (s % 3)}\n" for s in t)
+    )
+    (tmp_path / "events.csv").write_text("time,event,seq,is_fault,program,low,cores,pid,status,detail\n")
+    ds = build(tmp_path)
+    ends = ds.ends - 1000
+    # grid 0..249 s, missing 100..129: windows [e-59, e] with > 6 missing seconds are 106..(129+53)=182
+    assert not ((ends >= 106) & (ends <= 182)).any()
+    assert {99, 189, 249} <= set(ends.tolist())
