@@ -11,6 +11,7 @@ nightly ``verdicts`` step (docs/alerts.md). Rows keep the columns of that table 
 from __future__ import annotations
 
 import math
+import os
 from datetime import date
 from typing import Any
 
@@ -94,8 +95,12 @@ def producing_run(store: Store, day: date) -> str | None:
 
 
 def report_link(store: Store, day: date, base_url: str | None) -> str:
-    """Link to the day's verdicts page: under ``base_url`` (``nodewatch server`` serves ``reports/``) or its store URL."""
+    """Link to the day's verdicts page: under ``base_url`` (``[alerts] report_base_url``), else under
+    ``NODEWATCH_REPORTS_URL`` (the store view of ``nodewatch server start``, as the UI's artifact links), else its
+    store URL."""
     rel = f"reports/{day.isoformat()}/verdicts.md"
+    env = os.environ.get("NODEWATCH_REPORTS_URL", "").strip().rstrip("/")
+    base_url = base_url or (env if env.startswith(("http://", "https://")) else None)
     if base_url:
         return f"{base_url}/{rel}"
     url = store.url_of("reports", day.isoformat(), "verdicts.md")

@@ -20,6 +20,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import httpx
+import pandas as pd
 import pytest
 from alerts_support import REPO, free_port, need
 
@@ -36,8 +37,6 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def ui_server(tmp_path_factory):
-    pytest.importorskip("playwright.sync_api", reason="playwright not installed (pip install -e .[dev])")
-    chromium = shutil.which("chromium") or need("chromium", "chromium")
     base = tmp_path_factory.mktemp("ui")
     port, rport = free_port(), free_port()
     store = base / "store"
@@ -59,7 +58,7 @@ def ui_server(tmp_path_factory):
         shots = Path(os.environ.get("NODEWATCH_SCREENSHOTS") or base / "screens")
         shots.mkdir(parents=True, exist_ok=True)
         yield {"ui": f"http://127.0.0.1:{port}", "api": f"http://127.0.0.1:{port}/api", "reports": f"http://127.0.0.1:{rport}",
-               "store": store, "chromium": chromium, "base": base, "shots": shots,
+               "store": store, "base": base, "shots": shots,
                "env": {**_env(base), "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
                        "NODEWATCH_REPORTS_URL": f"http://127.0.0.1:{rport}"}}
     finally:
@@ -72,10 +71,12 @@ def ui_server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser(ui_server):
+    pytest.importorskip("playwright.sync_api", reason="playwright not installed (pip install -e .[dev])")
     from playwright.sync_api import sync_playwright
 
+    chromium = shutil.which("chromium") or need("chromium", "chromium")
     with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=ui_server["chromium"], args=ARGS)
+        b = pw.chromium.launch(executable_path=chromium, args=ARGS)
         try:
             yield b
         finally:
@@ -143,27 +144,50 @@ def test_run_named_logged_and_data_docs_link_opens(ui_server, browser, tmp_path)
     print(f"screenshots: {shots}/1-flow-run-logs.png, 2-data-docs-artifact.png, 3-data-docs-page.png")
 
 
-NIGHT = """
+HISTORY_DAYS = 10  # the fewest the verdicts step calibrates on
+SIM = {"n_nodes": 8, "nodes_per_rack": 4, "step_s": 900, "misconfig_rack": 1, "misconfig_start_day": HISTORY_DAYS,
+       "anomaly_share": 0.1}
+NIGHT = f"""
 import sys
 from nodewatch.flows.demo import bootstrap
 from nodewatch.flows.nightly import nightly
 inbox, store = sys.argv[1], sys.argv[2]
-bootstrap(inbox, store, 3, 1, 10, {"n_nodes": 4, "nodes_per_rack": 4, "step_s": 900, "misconfig_rack": -1})
+bootstrap(inbox, store, {HISTORY_DAYS}, 1, 10, {SIM!r})
 m = nightly(demo=True, inbox=inbox, store=store, checkpoint_tables=False, states=False)
 print("RUN", m["run_id"], m["parameters"]["day"], m["status"])
 """
+INGESTS = """
+import json, sys
+from nodewatch.flows.ingest import ingest
+files = json.loads(sys.argv[1])
+print("MANIFESTS", json.dumps({s: ingest(s, fs, store=sys.argv[2], data_docs=False)["run_id"] for s, fs in files.items()}))
+"""
+
+
+@pytest.fixture(scope="module")
+def night(ui_server, module_alertmanager) -> dict:
+    """A real bootstrap (8 nodes, 10 days, 1 epoch) and ``nightly(demo=True)`` against the module's server, with
+    ``[alerts] nightly = true`` posting to a real Alertmanager and writing the textfile; the store is the served one."""
+    s = ui_server
+    prom = s["base"] / "textfile"
+    prom.mkdir()
+    env = {**s["env"], "NODEWATCH_ALERTS": json.dumps({"nightly": True, "alertmanager_url": module_alertmanager,
+                                                       "textfile_dir": str(prom)})}
+    p = subprocess.run([sys.executable, "-c", NIGHT, str(s["base"] / "inbox"), str(s["store"])], env=env,
+                       capture_output=True, text=True, timeout=900, cwd=REPO)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    (line,) = [ln for ln in p.stdout.splitlines() if ln.startswith("RUN ")]
+    _, run_id, day, status = line.split()
+    m = json.loads((s["store"] / "runs" / f"{run_id}.json").read_text())
+    return {"run_id": run_id, "day": day, "status": status, "manifest": m, "prom": prom, "am": module_alertmanager}
 
 
 @pytest.mark.e2e
 @pytest.mark.slow
-def test_nightly_report_and_heat_map_links_open(ui_server, browser):
+def test_nightly_report_and_heat_map_links_open(ui_server, browser, night):
     s = ui_server
-    p = subprocess.run([sys.executable, "-c", NIGHT, str(s["base"] / "inbox"), str(s["store"])], env=s["env"],
-                       capture_output=True, text=True, timeout=600, cwd=REPO)
-    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
-    (line,) = [ln for ln in p.stdout.splitlines() if ln.startswith("RUN ")]
-    _, run_id, day, status = line.split()
-    assert status == "completed"
+    run_id, day = night["run_id"], night["day"]
+    assert night["status"] == "completed"
     fr = _flow_run(s["api"], run_id)
     key = f"nightly-{day}"
     shots = s["shots"]
@@ -183,3 +207,67 @@ def test_nightly_report_and_heat_map_links_open(ui_server, browser):
     finally:
         page.context.close()
     print(f"screenshots: {shots}/4-nightly-report-page.png, 5-heatmap-image.png")
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_nightly_flow_pushes_its_verdicts_to_alertmanager(ui_server, night):
+    from nodewatch.tasks.alerts.alertmanager import get_alerts
+    from nodewatch.tasks.core.store import Store
+
+    m, day = night["manifest"], night["day"]
+    assert m["status"] == "completed", m["errors"]
+    step = m["outputs"]["alerts"]
+    assert step["firing"] >= 1, step
+    st = Store(str(ui_server["store"]))
+    src = st.path("reports", day, "fused_verdicts.parquet")
+    table = pd.read_parquet(src if Path(src).exists() else st.path("reports", day, "verdicts.parquet"))
+    got = [a for a in get_alerts(night["am"]) if a["labels"].get("run_id") == m["run_id"]]
+    assert len(got) == step["firing"], (got, step)
+    subjects = {str(a["labels"].get("node") or a["labels"].get("group")) for a in got}
+    assert subjects <= set(table["subject"].astype(str)), (subjects, set(table["subject"]))
+    for a in got:
+        assert a["status"]["state"] == "active" and a["labels"]["alertname"].startswith("Nodewatch")
+        assert day in a["annotations"]["summary"]
+        assert a["annotations"]["report"].startswith(ui_server["env"]["NODEWATCH_REPORTS_URL"])  # served, not file://
+    text = (night["prom"] / "nodewatch.prom").read_text()  # written by the same step, before this run finished
+    assert "nodewatch_node_verdict{" in text and 'nodewatch_last_run_timestamp_seconds{flow="ingest_telemetry"}' in text
+
+
+def _flows_of_runs(api: str) -> dict[str, str]:
+    """Flow run name -> flow name, from the server's API (what the UI shows)."""
+    flows = {f["id"]: f["name"] for f in httpx.post(f"{api}/flows/filter", json={"limit": 200}, timeout=30).json()}
+    runs = httpx.post(f"{api}/flow_runs/filter", json={"limit": 200}, timeout=30).json()
+    return {r["name"]: flows[r["flow_id"]] for r in runs}
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_every_flow_and_manifest_follows_the_naming_scheme(ui_server, night, tmp_path):
+    from nodewatch.tasks.core.flow_names import FLOW_NAME
+    from nodewatch.tasks.ingest.inbox import day_files, header_only
+    from nodewatch.tasks.ingest.registry import sources
+
+    s = ui_server
+    manifests = [json.loads(f.read_text()) for f in (s["store"] / "runs").glob("*.json")]
+    names = {x["flow"] for x in manifests}
+    assert {"demo_bootstrap", "nightly", "build_cubes", "train", "ingest_syslog"} <= names, names
+    assert all(FLOW_NAME.match(f) for f in names), names
+    ingests = [x for x in manifests if x["flow"].startswith("ingest")]
+    assert all(x["flow"] == f"ingest_{x['parameters']['source']}" for x in ingests), names
+    # an ingest of each source the simulator writes, through Prefect: flow ingest_<source>, run named by its manifest
+    files = day_files(s["base"] / "inbox", pd.Timestamp(night["day"]).date())
+    files = {k: [str(f) for f in fs if not header_only(f)] for k, fs in files.items() if k in sources()}
+    files = {k: fs for k, fs in files.items() if fs}
+    assert {"telemetry", "jobs", "syslog"} <= set(files), files
+    p = subprocess.run([sys.executable, "-c", INGESTS, json.dumps(files), str(tmp_path / "st")], env=s["env"],
+                       capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    (line,) = [ln for ln in p.stdout.splitlines() if ln.startswith("MANIFESTS ")]
+    ids = json.loads(line.split(" ", 1)[1])
+    runs = _flows_of_runs(s["api"])
+    assert runs[night["run_id"]] == "nightly"
+    for src, rid in ids.items():
+        m = json.loads((tmp_path / "st" / "runs" / f"{rid}.json").read_text())
+        assert m["flow"] == f"ingest_{src}" and runs[rid] == f"ingest_{src}", (src, m["flow"], runs.get(rid))
+    assert all(FLOW_NAME.match(f) for f in set(runs.values())), set(runs.values())
