@@ -30,6 +30,14 @@ def train_batch_task(plan: dict[str, Any], index: int) -> dict[str, Any]:
     return train_batch(plan, index)
 
 
+@task(task_run_name="train-predictor", cache_policy=NO_CACHE, retries=0)
+def train_predictor_task(store: str, start: date, end: date, run_id: str) -> dict[str, Any]:
+    """The failure predictor from the same days, versioned in the registry (skips itself on 60-s telemetry)."""
+    from nodewatch.tasks.predict.weekly import train_weekly
+
+    return train_weekly(Store(store), start, end, run_id)
+
+
 def _artifacts(out: dict[str, Any]) -> None:
     rows = []
     for name, r in out["metrics"].items():
@@ -65,8 +73,12 @@ def train(
     compare: bool = False,
     train_end: str | None = None,
     store: str | None = None,
+    predictor: bool = True,
 ) -> dict[str, Any]:
     """Train one model per node for ``start``..``end`` (inclusive UTC days); returns the run summary.
+
+    With ``predictor`` (and no ``nodes`` subset) the failure predictor is trained from the same days
+    (:mod:`nodewatch.tasks.predict.weekly`; ``summary["predictor"]`` says ok or why it skipped).
 
     Batches run on the flow's thread pool (2 workers; use :func:`train_with_workers` for another
     count). ``workers`` is recorded in the run parameters.
@@ -87,6 +99,9 @@ def train(
         raise
     _artifacts(out)
     print(f"train {out['kind']} run {out['run_id']}: {out['trained']} nodes trained, {len(out['failed'])} failed")
+    if predictor and nodes is None:
+        out["predictor"] = train_predictor_task(st.url, start, end, out["run_id"])
+        print(f"failure predictor: {out['predictor']['status']}: {out['predictor']['details']}")
     return {k: v for k, v in out.items() if k != "manifest"}
 
 
