@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import gzip
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nodewatch.models.syslog.dynamic import sliding_any, sliding_sg
+from nodewatch.models.syslog.dynamic import allocation_labels, label_detect, sliding_any, sliding_sg
 from nodewatch.models.syslog.filtering import filtered_templates
 from nodewatch.models.syslog.vicinity import sg_matrix, two_means_threshold
 from nodewatch.schemas.syslog_analytics import SYSLOG_ABNORMAL, SYSLOG_FILTERS
@@ -97,6 +97,37 @@ def vicinities(store: Store, nodes: list[str], kind: str) -> tuple[list[np.ndarr
     return [np.flatnonzero(arr == lab) for lab in labels], labels
 
 
+JOB_LOOKBACK_DAYS = 14  # jobs are partitioned by submit day: a job running today may have been submitted before
+
+
+def job_labels(store: Store, nodes: list[str], day: date, moments_ns: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Resource-allocation vicinity (§II-A2): the staged job each node runs at each moment (-1: idle), and the job
+    ids; steps of one job count as the job. Jobs without a start are skipped; a job not ended runs to the end."""
+    days = [(day - timedelta(days=i)).isoformat() for i in range(JOB_LOOKBACK_DAYS, -1, -1)]
+    jobs = store.read_staged("jobs", days, columns=["job_id", "start_time", "end_time", "node_list"])
+    if jobs is None or jobs.num_rows == 0:
+        return np.full((len(nodes), len(moments_ns)), -1, np.int64), []
+    idx = {n: i for i, n in enumerate(nodes)}
+    ids: dict[str, int] = {}
+    node, lab, st, en = [], [], [], []
+    far = int(moments_ns[-1]) + 1
+    for jid, a, b, nl in zip(jobs["job_id"].to_pylist(), pc.cast(jobs["start_time"], pa.int64()).to_pylist(),
+                             pc.cast(jobs["end_time"], pa.int64()).to_pylist(), jobs["node_list"].to_pylist(),
+                             strict=True):
+        if a is None or not nl or (b is not None and b <= moments_ns[0] - 86400 * NS):
+            continue
+        k = ids.setdefault(str(jid), len(ids))
+        for n in nl:
+            if n in idx:
+                node.append(idx[n])
+                lab.append(k)
+                st.append(a)
+                en.append(far if b is None else b)
+    out = allocation_labels(np.array(node, np.int64), np.array(lab, np.int64), np.array(st, np.int64),
+                            np.array(en, np.int64), len(nodes), moments_ns)
+    return out, list(ids)
+
+
 def detect(sg: np.ndarray, groups: list[np.ndarray], labels: list[str], cfg: SyslogSettings
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Abnormal flags, scores and vicinity index per (node, window)."""
@@ -132,15 +163,30 @@ def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, expor
     b = staged.filter(boot)
     b_idx = np.array([nodes.index(n) if n in nodes else -1 for n in b["node"].to_pylist()], np.int64)
     booting = sliding_any(sg_matrix(pc.cast(b["time"], pa.int64()).to_numpy(), b_idx, len(nodes), d0, step_ns, n_win) > 0, k)
-    groups, labels = vicinities(store, nodes, cfg.vicinity)
+    static = cfg.vicinity.split("|")[0] if cfg.vicinity != "job" else "global"
+    groups, labels = vicinities(store, nodes, static)
     flags, score, vic = detect(sg, groups, labels, cfg)
+    vic_label = np.array(labels, object)[np.broadcast_to(vic[:, None], sg.shape)]
+    peer_sel: dict[tuple[int, int], np.ndarray] = {}
+    if "job" in cfg.vicinity:
+        if cfg.vicinity == "job":
+            flags[:], score[:] = False, 0.0
+        moments = d0 + (np.arange(n_win) + 1) * step_ns
+        jl, job_ids = job_labels(store, nodes, day, moments)
+        jf, js = label_detect(sg, jl, cfg.density_factor, cfg.min_sg)
+        take = jf & (~flags | (js > score))
+        flags |= jf
+        score = np.where(take, js, score)
+        for i, w in zip(*np.nonzero(take), strict=True):
+            vic_label[i, w] = f"job {job_ids[jl[i, w]]}"
+            peer_sel[(int(i), int(w))] = np.flatnonzero(jl[:, w] == jl[i, w])
     flags &= ~booting
     ni, wi = np.nonzero(flags)
     abnormal = pa.table({
         "node": [nodes[i] for i in ni.tolist()],
         "window_end": pa.array(d0 + (wi + 1) * step_ns, pa.int64()).cast(pa.timestamp("ns", tz="UTC")),
         "sg": sg[ni, wi].astype(np.int64), "score": score[ni, wi].astype(float),
-        "vicinity": [labels[vic[i]] for i in ni.tolist()],
+        "vicinity": [str(vic_label[i, w]) for i, w in zip(ni.tolist(), wi.tolist(), strict=True)],
         "variant": ["filtered" if cfg.filtered else "raw"] * len(ni),
     }, schema=ABNORMAL_SCHEMA)
     tpl = dict(zip(tr.catalogue["template_id"].to_pylist(), tr.catalogue["template"].to_pylist(), strict=True))
@@ -158,7 +204,7 @@ def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, expor
     outs = syslog_outages(staged, int(pc.max(staged["time"]).cast(pa.int64()).as_py()), jobs=jobs, reservations=resv)
     res = DayResult(ds, tr, filt, abnormal, outs)
     for i, w in zip(ni.tolist(), wi.tolist(), strict=True):
-        g = groups[vic[i]]
+        g = peer_sel.get((i, w), groups[vic[i]])
         live = sg[g, w][sg[g, w] > 0]
         res.peer_median.append(float(np.median(live)) if len(live) else 0.0)
         res.peers.append(int(len(live)))

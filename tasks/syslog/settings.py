@@ -24,8 +24,9 @@ class SyslogSettings(BaseModel):
     """SG window (the paper's 30 minutes)."""
     step_min: int = Field(5, ge=1, le=1440)
     """Observation moments every this many minutes; each sees the ``window_min`` before it (sliding window)."""
-    vicinity: str = Field("rack_arch", pattern="^(rack|arch|rack_arch|global)$")
-    """Peer group of the detector (the paper's best: physical location within one architecture)."""
+    vicinity: str = Field("rack_arch", pattern="^(rack|arch|rack_arch|global|job|(rack|arch|rack_arch|global)\\|job)$")
+    """Peer group of the detector (the paper's best: physical location within one architecture); ``job``: the nodes
+    of the same staged job at that moment (resource allocation); ``rack_arch|job``: abnormal in either."""
     density_factor: float = Field(3.0, gt=0.0)
     """Multiplier of the relative-density threshold (docs/syslog.md; chosen on simulator seed 2)."""
     min_sg: float = Field(15.0, ge=0.0)
