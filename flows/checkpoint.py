@@ -41,8 +41,12 @@ def run_tables(
     fs_bandwidth_gib_s: float | None = None,
     grid: bool = True,
     restart_h: float = 0.0,
+    predictor: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Body of :func:`checkpoint_tables` (usable without Prefect); returns the manifest as a dict.
+
+    ``predictor`` (fields of :class:`~nodewatch.tasks.checkpoint.predictor.PredictorSpec`) adds the stored
+    "with predictor" column (table.zarr variables ``with_predictor_*`` and ``with_predictor.parquet``).
 
     ``failures`` are fitted per ``group_by`` value on records whose purpose contains ``purpose`` (None:
     all), censored at ``window_end`` (ISO time; default: the records' first..last record, see
@@ -71,6 +75,7 @@ def run_tables(
         "fs_bandwidth_gib_s": fs_bandwidth_gib_s,
         "grid": grid,
         "restart_h": restart_h,
+        "predictor": predictor,
     }
     return run_checkpoint_tables(
         st,
@@ -87,6 +92,7 @@ def run_tables(
         grid=grid,
         restart_h=restart_h,
         parameters=params,
+        predictor=predictor,
     )
 
 
@@ -113,6 +119,7 @@ def checkpoint_tables(
     fs_bandwidth_gib_s: float | None = None,
     grid: bool = True,
     restart_h: float = 0.0,
+    predictor: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Checkpoint-interval tables (Young, Daly, aware) for job shapes x checkpoint costs x failure models."""
     m = _tables(
@@ -132,6 +139,7 @@ def checkpoint_tables(
         fs_bandwidth_gib_s=fs_bandwidth_gib_s,
         grid=grid,
         restart_h=restart_h,
+        predictor=predictor,
     )
     name_run(m["run_id"])  # the manifest is opened inside the task: the flow run takes its id now
     create_table_artifact(

@@ -201,6 +201,7 @@ def tables(
 ) -> None:
     """Build the checkpoint-interval tables into tables/checkpoint/<run_id>/ and point CURRENT at them."""
     import contextlib
+    import dataclasses
     import sys
 
     from nodewatch.flows.cli import UserError, settings
@@ -243,6 +244,7 @@ def tables(
         fs_bandwidth_gib_s=fs_bandwidth_gib_s,
         grid=not no_grid,
         restart_h=_dur(restart, "--restart") if restart else 0.0,
+        predictor=dataclasses.asdict(spec) if spec is not None else None,
     )
     from nodewatch.flows.cli._modes import print_note, use_prefect
 
@@ -263,7 +265,7 @@ def tables(
     if not with_prefect:
         print_note(reason, m["run_id"])
     if spec is not None:
-        m["predictor"] = _predictor_column(m["run_id"], spec)
+        m["predictor"] = {**m["notes"]["predictor"], "rows": _predictor_rows(m["run_id"])}
     if as_json:
         _print_json(m)
         return
@@ -317,17 +319,16 @@ def _predictor_spec(text: str) -> Any:
         raise UserError(str(e)) from None
 
 
-def _predictor_column(run_id: str, spec: Any) -> dict[str, Any]:
-    """The 'with predictor' rows and summary for the table run ``run_id``."""
-    from nodewatch.flows.cli import UserError, get_store
-    from nodewatch.tasks.checkpoint.predictor import predictor_frame, predictor_summary
-    from nodewatch.tasks.checkpoint.tables import load_table
+def _predictor_rows(run_id: str) -> list[dict[str, Any]]:
+    """The stored 'with predictor' rows of the table run ``run_id`` (with_predictor.parquet)."""
+    import pandas as pd
 
-    try:
-        df = predictor_frame(load_table(get_store(), run_id), spec)
-    except (ValueError, ArithmeticError) as e:
-        raise UserError(str(e)) from None
-    return {"label": spec.label, "summary": predictor_summary(df), "rows": df.to_dict(orient="records")}
+    from nodewatch.flows.cli import get_store
+    from nodewatch.tasks.checkpoint.tables import AREA
+
+    st = get_store()
+    with st.fs.open(st.path(AREA, run_id, "with_predictor.parquet"), "rb") as f:
+        return pd.read_parquet(f).to_dict(orient="records")
 
 
 def _skip_reason(key: str) -> str:

@@ -20,9 +20,11 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from nodewatch.models.checkpoint.prediction import Predictor, predictor_pays
+from nodewatch.models.checkpoint.prediction import Predictor, PredictorVerdict, predictor_pays
 from nodewatch.models.predict.uc import uc_from_rates
 
+LEAD_H = 2.0 / 60.0
+"""Our predictor's final decision comes 2 minutes before the predicted failure (Frank sec. 4.2.3)."""
 _DUR = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNIT_H = {"s": 1 / 3600, "m": 1 / 60, "h": 1.0, "d": 24.0, "": 1.0}
 
@@ -39,6 +41,8 @@ class PredictorSpec:
     interval_h: float | None = None
     proactive_cost_h: float | None = None
     """``None``: the proactive checkpoint costs as much as a regular one (the table's ``t_c``)."""
+    lead_h: float = LEAD_H
+    """Warning lead time: a proactive checkpoint longer than this cannot finish before the failure."""
 
 
 def _hours(text: str, what: str) -> float:
@@ -55,13 +59,17 @@ def parse_predictor(text: str, latest: dict[str, Any] | None = None) -> Predicto
     """Parse ``r=..,p=..[,cp=..]`` or ``latest`` (``latest`` needs the registry's rates dict)."""
     t = (text or "").strip()
     cp = None
+    lead = LEAD_H
     if t.lower().startswith("latest"):
         rest = t[len("latest"):].lstrip(",")
         for part in filter(None, (x.strip() for x in rest.split(","))):
             k, _, v = part.partition("=")
-            if k.strip() != "cp":
-                raise ValueError(f"--predictor latest takes only cp=<duration>, got {part!r}")
-            cp = _hours(v, "cp")
+            if k.strip() not in ("cp", "lead"):
+                raise ValueError(f"--predictor latest takes only cp=<duration> and lead=<duration>, got {part!r}")
+            if k.strip() == "cp":
+                cp = _hours(v, "cp")
+            else:
+                lead = _hours(v, "lead")
         if latest is None:
             raise ValueError("--predictor latest: no trained failure predictor in the store (run `nodewatch predict train`)")
         return PredictorSpec(
@@ -70,13 +78,16 @@ def parse_predictor(text: str, latest: dict[str, Any] | None = None) -> Predicto
             fpr=float(latest["fpr"]),
             interval_h=float(latest["interval_s"]) / 3600.0,
             proactive_cost_h=cp,
+            lead_h=lead,
         )
     vals: dict[str, str] = {}
     for part in t.split(","):
         k, eq, v = part.partition("=")
         k = k.strip().lower()
-        if not eq or k not in ("r", "p", "cp") or k in vals:
-            raise ValueError(f"--predictor must be 'latest' or 'r=<recall>,p=<precision>[,cp=<duration>]', got {text!r}")
+        if not eq or k not in ("r", "p", "cp", "lead") or k in vals:
+            raise ValueError(
+                f"--predictor must be 'latest' or 'r=<recall>,p=<precision>[,cp=<duration>][,lead=<duration>]', got {text!r}"
+            )
         vals[k] = v.strip()
     if "r" not in vals or "p" not in vals:
         raise ValueError(f"--predictor needs both r= and p=, got {text!r}")
@@ -90,7 +101,9 @@ def parse_predictor(text: str, latest: dict[str, Any] | None = None) -> Predicto
         raise ValueError(f"--predictor: precision p must be in (0, 1], got {vals['p']!r}")
     if "cp" in vals:
         cp = _hours(vals["cp"], "cp")
-    return PredictorSpec(label=f"r={r:g},p={p:g}", recall=r, precision=p, proactive_cost_h=cp)
+    if "lead" in vals:
+        lead = _hours(vals["lead"], "lead")
+    return PredictorSpec(label=f"r={r:g},p={p:g}", recall=r, precision=p, proactive_cost_h=cp, lead_h=lead)
 
 
 def _job_rates(spec: PredictorSpec, nodes: float, mtbf_h: float) -> tuple[float, float]:
@@ -121,7 +134,14 @@ def predictor_frame(ds: xr.Dataset, spec: PredictorSpec, max_cells: int = 20_000
         m = float(mtbf[s, f])
         r, p = _job_rates(spec, nodes[s], m)
         cp = spec.proactive_cost_h or float(tc[s, c])
-        v = predictor_pays(float(runtime[s]), float(tc[s, c]), m, float(tau[s, c, f, i_daly]), Predictor(r, p, cp), float(w[f]))
+        if cp > spec.lead_h * (1 + 1e-9):  # the warning comes too late to checkpoint: the job runs as without predictor
+            d = float(cost[s, c, f, i_daly])
+            why = (f"proactive checkpoint {cp * 60:g} min > {spec.lead_h * 60:g}-min warning: "
+                   "it cannot finish before the failure")
+            v = PredictorVerdict(d, d, float(tau[s, c, f, i_daly]), 0.0, False, why)
+        else:
+            v = predictor_pays(float(runtime[s]), float(tc[s, c]), m, float(tau[s, c, f, i_daly]), Predictor(r, p, cp),
+                               float(w[f]))
         rows.append(
             {
                 "shape": int(s),
@@ -133,6 +153,7 @@ def predictor_frame(ds: xr.Dataset, spec: PredictorSpec, max_cells: int = 20_000
                 "recall": r,
                 "precision": p,
                 "proactive_cost_h": cp,
+                "lead_h": spec.lead_h,
                 "daly_cost_h": float(cost[s, c, f, i_daly]),
                 "predictor_tau_h": v.predictor_tau_h,
                 "predictor_cost_h": v.predictor_cost_h,
@@ -163,3 +184,29 @@ def predictor_summary(df: pd.DataFrame) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def add_predictor_column(ds: xr.Dataset, spec: PredictorSpec) -> tuple[xr.Dataset, pd.DataFrame]:
+    """``ds`` with the "with predictor" variables (shape x ckpt_cost x failure_model; NaN where not checkpointable)
+    and the per-cell rows of :func:`predictor_frame` (stored as ``with_predictor.parquet`` beside table.zarr)."""
+    df = predictor_frame(ds, spec)
+    dims = ("shape", "ckpt_cost", "failure_model")
+    shp = tuple(ds.sizes[d] for d in dims)
+    cost, tau, sav, pays = (np.full(shp, np.nan) for _ in range(4))
+    if len(df):
+        ci = {str(v): i for i, v in enumerate(ds.ckpt_cost.values)}
+        fi = {str(v): i for i, v in enumerate(ds.failure_model.values)}
+        ix = (df["shape"].to_numpy(), df["ckpt_cost"].map(ci).to_numpy(), df["failure_model"].map(fi).to_numpy())
+        cost[ix], tau[ix] = df["predictor_cost_h"].to_numpy(), df["predictor_tau_h"].to_numpy()
+        sav[ix], pays[ix] = df["saving_vs_daly_pct"].to_numpy(), df["pays"].to_numpy(float)
+    attrs = {"predictor": spec.label, "lead_h": spec.lead_h}
+    out = ds.assign(
+        with_predictor_cost_h=xr.Variable(dims, cost, attrs={"units": "h", "long_name": "expected cost with predictor "
+                                                             "(Aupy et al. 2014 on eq. 3.8)", **attrs}),
+        with_predictor_interval_h=xr.Variable(dims, tau, attrs={"units": "h", "long_name": "interval with predictor"}),
+        with_predictor_saving_vs_daly_pct=xr.Variable(dims, sav, attrs={"units": "%", "long_name": "saving of the "
+                                                                        "with-predictor cost over Daly"}),
+        with_predictor_pays=xr.Variable(dims, pays, attrs={"units": "1", "long_name": "1: the predictor pays, 0: it "
+                                                           "does not (see with_predictor.parquet 'why')"}),
+    )
+    return out, df

@@ -315,8 +315,12 @@ def run_checkpoint_tables(
     grid: bool = True,
     restart_h: float = 0.0,
     parameters: dict[str, Any] | None = None,
+    predictor: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The whole run: shapes, failure models, table, outputs, manifest; CURRENT is swapped at the end.
+
+    ``predictor`` (PredictorSpec fields) adds the "with predictor" variables to table.zarr and writes
+    ``with_predictor.parquet`` (:func:`nodewatch.tasks.checkpoint.predictor.add_predictor_column`).
 
     ``failure_systems`` are fitted per ``group_by`` value (default the system) on the records whose purpose
     contains ``purpose`` (None: all) within the observation ``window`` (see :func:`models_from_failures`).
@@ -375,8 +379,18 @@ def run_checkpoint_tables(
                 ds = compute_table(
                     shapes, list(ckpt_costs or [CkptCost.fixed(h) for h in DEFAULT_CKPT_COSTS_H]), models, src, restart_h
                 )
+            pred_df = None
+            if predictor is not None:
+                from nodewatch.tasks.checkpoint.predictor import PredictorSpec, add_predictor_column, predictor_summary
+
+                with rec.step("with_predictor"):
+                    ds, pred_df = add_predictor_column(ds, PredictorSpec(**predictor))
+                rec.manifest.notes["predictor"] = {"label": predictor["label"], "summary": predictor_summary(pred_df)}
             with rec.step("write"):
                 outs = write_outputs(store, ds, rec.run_id, restart_h, fits, counts)
+                if pred_df is not None:
+                    store.write_bytes(pred_df.to_parquet(index=False), AREA, rec.run_id, "with_predictor.parquet")
+                    outs["with_predictor.parquet"] = store.url_of(AREA, rec.run_id, "with_predictor.parquet")
         for k, v in outs.items():
             rec.add_output(k, v)
         rec.manifest.notes["summary"] = summary_rows(ds)

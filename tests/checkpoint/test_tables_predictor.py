@@ -39,11 +39,38 @@ def test_with_predictor_column_json(tmp_path) -> None:
 
 
 def test_with_predictor_text_says_where_it_does_not_pay(tmp_path) -> None:
-    r = _tables(str(tmp_path / "s"), "--predictor", "r=0.7,p=0.01")
+    r = _tables(str(tmp_path / "s"), "--predictor", "r=0.7,p=0.01,cp=1m")
     assert r.exit_code == 0, r.output
     out = " ".join(r.output.split())
     assert "with predictor r=0.7,p=0.01" in out
     assert "where it does not pay: precision 0.01: false warnings outnumber true ones" in out
+
+
+def test_column_is_stored_and_a_2min_warning_is_too_short_for_a_6min_checkpoint(tmp_path) -> None:
+    import pandas as pd
+    import xarray as xr
+
+    st = str(tmp_path / "s")
+    r = _tables(st, "--predictor", "r=0.7,p=0.9", "--json")  # proactive checkpoint = the table's 6 min
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    (s,) = doc["predictor"]["summary"]
+    assert s["pays_in"] == 0 and s["does_not_pay_because"].startswith("proactive checkpoint 6 min > 2-min warning")
+    root = tmp_path / "s" / "tables" / "checkpoint" / doc["run_id"]
+    ds = xr.open_zarr(root / "table.zarr", zarr_format=3, consolidated=False)
+    assert ds["with_predictor_cost_h"].attrs["predictor"] == "r=0.7,p=0.9"
+    ok = ds.checkpointable.values.astype(bool)
+    daly = ds.expected_cost_h.values[..., [str(m) for m in ds.method.values].index("daly")]
+    # a warning that comes too late changes nothing: the cost with predictor is Daly's, the saving 0
+    np.testing.assert_allclose(ds.with_predictor_cost_h.values[ok], daly[ok])
+    assert np.isnan(ds.with_predictor_cost_h.values[~ok]).all()
+    assert (ds.with_predictor_pays.values[ok] == 0).all()
+    rows = pd.read_parquet(root / "with_predictor.parquet")
+    assert len(rows) == int(ok.sum()) == s["cells"] and (rows["lead_h"] == 2 / 60).all()
+    # the same predictor with a 2-min proactive checkpoint (or a 10-min warning) pays
+    r = _tables(st, "--predictor", "r=0.7,p=0.9,lead=10m", "--json")
+    (s,) = json.loads(r.stdout)["predictor"]["summary"]
+    assert s["pays_in"] == s["cells"]
 
 
 def test_latest_uses_the_registry_and_uc(tmp_path) -> None:
