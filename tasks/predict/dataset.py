@@ -41,8 +41,8 @@ PREDICTOR_METRICS = (
 temperature, 1-min load, CPU system time, frequency; plus error counters and disk writes that carry the
 simulator's precursors (EDAC, InfiniBand, I/O) where the thesis had memory, disk usage and bytes in/out)."""
 QUIET_BEFORE_S = 3600.0
-"""Ok events are at least one hour before a failure of the node (a precursor may start up to 12 h before,
-but its median lead is one hour; windows between are neither failure nor ok and are not used)."""
+"""Ok events are at least one hour before a failure of the node and outside its precursor window (a precursor
+may start up to 12 h before; windows between are neither failure nor ok and are not used)."""
 
 
 @dataclass
@@ -139,7 +139,12 @@ def ok_sequences(sched: Schedule, node_days: int, w: int, seed: int = 0, stride:
             t_anchor = t_first + anchors * step
             bad = np.zeros(len(anchors), bool)
             for r in fl[fl["node"] == n].itertuples():
-                bad |= (t_anchor >= r.t_fail - QUIET_BEFORE_S) & (t_anchor < r.t_up + QUIET_BEFORE_S)
+                # not ok: an hour before a failure, and anywhere in its precursor window (up to 12 h long: an
+                # "ok" sequence inside it carries the precursor and taught the networks false alarms)
+                lo = r.t_fail - QUIET_BEFORE_S
+                if not pd.isna(r.precursor_start):
+                    lo = min(lo, r.precursor_start)
+                bad |= (t_anchor >= lo) & (t_anchor < r.t_up + QUIET_BEFORE_S)
             anchors, t_anchor = anchors[~bad], t_anchor[~bad]
             seq = feat[sequence_index(anchors, step)[:, ::-1]]  # sequence order: 7 -> 2 minutes
             ok = ~np.isnan(seq).any(axis=(1, 2))

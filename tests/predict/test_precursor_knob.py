@@ -69,3 +69,17 @@ def test_simulate_cli_refuses_a_bad_shape_in_one_line(tmp_path) -> None:
     assert isinstance(r.exception, UserError) and "precursor_shape must be one of" in str(r.exception)
     assert "\n" not in str(r.exception)
     assert not (tmp_path / "o" / "telemetry").exists()
+
+
+def test_ok_sequences_never_come_from_a_precursor_window() -> None:
+    from nodewatch.tasks.predict.dataset import ok_sequences
+
+    cfg = SimConfig(n_nodes=8, step_s=60, seed=5, node_mtbf_days=2, precursor_share=1.0, precursor_median_s=6 * 3600,
+                    precursor_sigma=0.0)
+    s = build_schedule(cfg, 6)
+    neg = ok_sequences(s, node_days=40, w=4, seed=0, stride=10)
+    f = s.failures
+    assert len(neg.y) > 500 and (f["t_fail"] > 86400).sum() >= 3
+    for r in f.itertuples():
+        inside = (neg.node == r.node) & (neg.time_s >= r.precursor_start) & (neg.time_s < r.t_up + 3600)
+        assert not inside.any(), (r.node, r.precursor_start, r.t_fail)
