@@ -216,8 +216,9 @@ def prepare(seed: int, size: int, history: int, nights: int, clean: bool = False
     days = [pd.Timestamp(cfg.start, tz="UTC") + pd.Timedelta(days=i) for i in range(history + nights + 1)]
     cdir = cache / f"{size}-{seed}-{history}-{nights}{'-clean' if clean else ''}" if cache else None
     if cdir is not None and (cdir / "done").is_file():
-        z = np.load(cdir / "agg.npz")
-        agg = [{s: z[s][i] for s in z.files} for i in range(history + nights)]
+        with np.load(cdir / "agg.npz") as z:
+            arrs = {s: z[s] for s in z.files}  # each key read once (z[s] decompresses the whole array again)
+        agg = [{s: a[i] for s, a in arrs.items()} for i in range(history + nights)]
         jobs = pd.read_parquet(cdir / "jobs.parquet")
         jobs["node_list"] = [list(x) for x in jobs["node_list"]]
         tr = pd.read_parquet(cdir / "truth.parquet")

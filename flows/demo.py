@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
                       "plain RUAD threshold as the baseline")
     for c in ("day", "status", "scored", "positive", "verdicts: flagged", "node P", "node R", "group alerts",
               "RUAD: flagged", "node P", "node R", "window P", "window R", "seconds"):
-        tbl.add_column(c)
+        tbl.add_column(c, no_wrap=c in ("day", "status"))
     verdict_rows = []
     for m, secs in nights:
         sc, ev = m["outputs"]["score"], m["outputs"]["report"].get("evaluation") or {}
