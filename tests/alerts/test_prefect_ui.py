@@ -58,11 +58,12 @@ def ui_server(tmp_path_factory):
         shots = Path(os.environ.get("NODEWATCH_SCREENSHOTS") or base / "screens")
         shots.mkdir(parents=True, exist_ok=True)
         yield {"ui": f"http://127.0.0.1:{port}", "api": f"http://127.0.0.1:{port}/api", "reports": f"http://127.0.0.1:{rport}",
-               "store": store, "base": base, "shots": shots,
+               "store": store, "base": base, "shots": shots, "proc": proc,
                "env": {**_env(base), "PREFECT_API_URL": f"http://127.0.0.1:{port}/api",
                        "NODEWATCH_REPORTS_URL": f"http://127.0.0.1:{rport}"}}
     finally:
-        os.kill(proc.pid, signal.SIGTERM)  # the command stops its prefect server child itself
+        if proc.poll() is None:  # the last test stops it itself
+            os.kill(proc.pid, signal.SIGTERM)  # the command stops its prefect server child itself
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(30)
         with contextlib.suppress(ProcessLookupError):
@@ -271,3 +272,20 @@ def test_every_flow_and_manifest_follows_the_naming_scheme(ui_server, night, tmp
         m = json.loads((tmp_path / "st" / "runs" / f"{rid}.json").read_text())
         assert m["flow"] == f"ingest_{src}" and runs[rid] == f"ingest_{src}", (src, m["flow"], runs.get(rid))
     assert all(FLOW_NAME.match(f) for f in set(runs.values())), set(runs.values())
+
+
+@pytest.mark.e2e
+def test_sigterm_stops_the_command_and_its_prefect_server(ui_server):
+    """Last test of the module (it stops the module's server): ``kill PID`` of ``nodewatch server start`` stops its
+    ``prefect server`` child and exits 0 (``kill -9``: tests/alerts/test_server_signals.py)."""
+    import psutil
+
+    proc = ui_server["proc"]
+    (child,) = psutil.Process(proc.pid).children()
+    assert "server" in child.cmdline() and "start" in child.cmdline(), child.cmdline()
+    os.kill(proc.pid, signal.SIGTERM)  # the parent only, not its process group
+    assert proc.wait(60) == 0
+    try:
+        child.wait(60)
+    except psutil.TimeoutExpired:
+        pytest.fail(f"prefect server child {child.pid} still running after SIGTERM of its parent")
