@@ -120,10 +120,11 @@ def slurm_cluster_kwargs(n_workers: int, env_file: Path | None = None) -> dict[s
 
 
 @contextmanager
-def slurm_client(n_workers: int, wait_s: float = 300.0) -> Iterator[Any]:
+def slurm_client(n_workers: int, wait_s: float = 300.0, set_as_default: bool = True) -> Iterator[Any]:
     """A client of a ``SLURMCluster`` holding ``n_workers`` jobs (replaced when one dies); closed on exit.
 
     Waits up to ``wait_s`` for the first worker (a queue with no free node fails here, in one line).
+    ``set_as_default=False`` keeps Dask's default scheduler as it was (only explicit submits go to Slurm).
     """
     try:
         from dask_jobqueue import SLURMCluster
@@ -139,7 +140,7 @@ def slurm_client(n_workers: int, wait_s: float = 300.0) -> Iterator[Any]:
         raise
     try:
         cluster.adapt(minimum_jobs=n_workers, maximum_jobs=n_workers, interval="1s", wait_count=1)
-        client = Client(cluster)
+        client = Client(cluster, set_as_default=set_as_default)
         try:
             t0 = time.monotonic()
             client.wait_for_workers(1, timeout=wait_s)
@@ -192,3 +193,36 @@ def dask_client(address: str | None = None, n_workers: int = 2, processes: bool 
         Client(cluster) as c,
     ):
         yield c
+
+
+@contextmanager
+def fanout(address: str | None = None, n_workers: int = 2) -> Iterator[str | None]:
+    """Scheduler address for the steps that fan out (backfill scoring, training batches), for a flow run.
+
+    ``None`` when :func:`resolve` says ``local`` (the flow keeps its thread pool); a given scheduler's
+    address; or, for ``slurm``, the address of a ``SLURMCluster`` of ``n_workers`` jobs kept for the
+    duration (one cluster per flow run, not one per task). It is not made Dask's default scheduler: the
+    flow's own dask/xarray work (writes into Icechunk sessions, which must not be pickled) stays local.
+    """
+    where = resolve(address)
+    if where == "local":
+        yield None
+    elif where != "slurm":
+        yield where
+    else:
+        with slurm_client(n_workers, set_as_default=False) as c:
+            yield c.scheduler.address
+
+
+def run_on(address: str | None, fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` here when ``address`` is ``None``, else as one task on the Dask scheduler at ``address``.
+
+    Returns its result or raises its exception (a worker lost mid-task makes the scheduler rerun it
+    elsewhere). Coarse tasks only: a group of node batches, a training batch, a whole day.
+    """
+    if not address:
+        return fn(*args)
+    from distributed import Client
+
+    with Client(address, set_as_default=False, timeout="120s") as c:
+        return c.submit(fn, *args, pure=False).result()
