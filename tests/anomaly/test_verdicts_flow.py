@@ -26,6 +26,13 @@ def test_nightly_writes_verdicts(tmp_path, prefect_harness):
     assert len(df) == v["node_alerts"] + v["group_alerts"]
     assert set(df["kind"]) <= {"node", "rack", "architecture"}
     assert "node_precision" in v and "node_recall" in v  # demo mode: evaluated against the simulator's truth
+    # the demo's summary row (flows/demo.py) reads the same table: the same figures as the nightly's evaluation
+    from nodewatch.flows.demo import verdict_summary
+
+    vs = verdict_summary(store, inbox, day)
+    assert vs is not None and vs["node_alerts"] == v["node_alerts"] and len(vs["group_alerts"]) == v["group_alerts"]
+    assert (vs["precision"], vs["recall"]) == (v["node_precision"], v["node_recall"])
+    assert verdict_summary(store, inbox, "2020-01-01") is None  # no verdicts that day
     assert Path(v["markdown"]).read_text().startswith(f"# Node verdicts — {day}")
     report = Path(m["outputs"]["report"]["report"]).read_text()
     assert "| verdicts | done |" in report and "baseline flags" in report
