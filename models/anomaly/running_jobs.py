@@ -41,8 +41,8 @@ from nodewatch.models.anomaly.vicinity import Reference
 
 def busy_like(x: np.ndarray, ref: Reference, clip: float = 5.0, ratio: float = 0.5) -> np.ndarray:
     """(node, time) Eq. 1: the window's mean clipped robust z over metrics against the node's busy
-    reference is below ``ratio`` times the one against its idle reference. ``x`` (node, time, metric) log-transformed; NaN metrics ignored;
-    a window without data is not busy-like."""
+    reference is below ``ratio`` times the one against its idle reference. ``x`` (node, time, metric)
+    log-transformed; NaN metrics ignored; a window without data is not busy-like."""
     xa = np.asarray(x, dtype=np.float32)
     d = []
     for s in (0, 1):
