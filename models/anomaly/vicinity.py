@@ -50,9 +50,25 @@ def metric_offsets(hist: np.ndarray, share: float = 0.05, minimum: float = 1e-3)
 
 
 def _nanmedian(a: np.ndarray, axis: int) -> np.ndarray:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmedian(a, axis=axis)
+    """``np.nanmedian(a, axis)`` (NaN where a slice is all NaN, no warning), by one sort along ``axis``.
+
+    numpy's nanmedian of a large array with NaN takes a per-slice path (masked sort, a warning per all-NaN
+    slice): 64 of the 77 s of ``judge_day`` for 256 nodes (benchmarks/alert_cost.py profile). Sorting puts
+    NaN last, so with ``n`` values in a slice the median is the mean of the sorted elements ``(n - 1) // 2``
+    and ``n // 2``, the same two numpy averages.
+    """
+    x = np.asarray(a)
+    if x.size == 0 or not np.issubdtype(x.dtype, np.floating):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanmedian(x, axis=axis)
+    s = np.sort(x, axis=axis)
+    n = np.expand_dims((~np.isnan(x)).sum(axis=axis), axis)
+    lo = np.take_along_axis(s, np.maximum(n - 1, 0) // 2, axis=axis)
+    hi = np.take_along_axis(s, np.minimum(n // 2, x.shape[axis] - 1), axis=axis)
+    with np.errstate(invalid="ignore"):
+        med = (lo + hi) / np.asarray(2, dtype=x.dtype)
+    return np.squeeze(np.where(n > 0, med, np.nan).astype(x.dtype, copy=False), axis=axis)
 
 
 def robust_location_scale(x: np.ndarray, axis: int, floor: float | np.ndarray = 0.0) -> tuple[np.ndarray, np.ndarray]:

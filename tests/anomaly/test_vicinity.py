@@ -141,3 +141,24 @@ def test_metric_offsets() -> None:
     # 0% vs 0.6% idle on a saturated node is a small change after the offset, not log(0.6 / 0.001)
     x = log_transform(np.array([[0.0, 0.0], [0.6, 0.0]]), off)
     assert x[1, 0] - x[0, 0] == pytest.approx(np.log(5.1 / 4.5), rel=1e-5)
+
+
+def test_nanmedian_equals_numpy_with_all_nan_slices() -> None:
+    import warnings
+
+    from nodewatch.models.anomaly.vicinity import _nanmedian
+
+    rng = np.random.default_rng(0)
+    for dt in (np.float32, np.float64):
+        for shape, ax in (((7, 5, 3), 0), ((7, 5, 3), 1), ((4, 6), 1), ((9,), 0)):
+            a = rng.standard_normal(shape).astype(dt)
+            a[rng.random(shape) < 0.4] = np.nan
+            if len(shape) > 1:
+                a[0] = np.nan  # all-NaN slices along the other axes
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # numpy warns on all-NaN slices
+                ref = np.nanmedian(a, axis=ax)
+            got = _nanmedian(a, ax)
+            assert got.dtype == ref.dtype and np.array_equal(got, ref, equal_nan=True)
+    assert _nanmedian(np.array([[1.0, np.nan, 3.0, 10.0]]), 1).tolist() == [3.0]  # (1, 3, 10): the middle one
+    assert _nanmedian(np.array([[1.0, np.nan, 3.0, np.nan]]), 1).tolist() == [2.0]  # (1 + 3) / 2
