@@ -156,6 +156,33 @@ def test_nightly_deployment_on_the_s3_store(stack, monkeypatch):
     assert {f"nightly-{day}", f"nightly-{day}-heatmap"} <= keys
 
 
+FAILING_BACKFILL = """
+import sys
+from datetime import date
+import nodewatch.flows.nightly as n
+n._states_range = lambda st, first, last: (first, last, False)  # the states step as it was: never rebuilds the cube
+n.states_task = n.states_task.with_options(retries=0)  # the claim is the flow's final state, not its retries
+try:
+    n.backfill(start=date.fromisoformat(sys.argv[1]), end=date.fromisoformat(sys.argv[1]), force=True)
+except n.PartialRunError as e:
+    print("PartialRunError:", e)
+    sys.exit(4)
+"""
+
+
+def test_a_failed_states_step_fails_the_backfill_run(stack):
+    """After the nightly, the state cube starts at its day: states of an earlier day fail; the flow run must end Failed."""
+    r = subprocess.run([sys.executable, "-c", FAILING_BACKFILL, START.isoformat()], env=stack.env, cwd=stack.base,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 4, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
+    assert "earlier days need --rebuild" in r.stdout
+    m = _manifest(stack, "backfill")
+    assert m["status"] == "partial" and any("states" in e for e in m["errors"]), m["errors"]
+    runs = stack.api.post("/flow_runs/filter", {"flows": {"name": {"any_": ["backfill"]}}, "sort": "START_TIME_DESC",
+                                                "limit": 1})
+    assert runs and runs[0]["state"]["type"] == "FAILED", runs[0]["state"] if runs else None
+
+
 def test_backfill_with_concurrent_task_runs_on_postgres(stack):
     last = START + timedelta(days=HISTORY - 1)
     fr = stack.api.run(stack.api.deployments()["backfill"],
@@ -175,6 +202,119 @@ def test_backfill_with_concurrent_task_runs_on_postgres(stack):
     m = _manifest(stack, "backfill")
     assert sorted(m["outputs"]["days_scored"]) == [(START + timedelta(days=i)).isoformat() for i in range(HISTORY)]
     assert "database is locked" not in (stack.base / "server.log").read_text()
+    # the nightly before made the state cube start at its day: the backfill of earlier days rebuilt it from START
+    assert m["status"] == "completed" and not m["errors"], m["errors"]
+    assert m["outputs"]["states"]["status"] == "completed" and not [f for f in failed if "states" in f[0]], failed
+
+
+SLURM_BACKFILL = """
+import sys
+from datetime import date
+from nodewatch.flows.nightly import backfill
+backfill(start=date.fromisoformat(sys.argv[1]), end=date.fromisoformat(sys.argv[2]), force=True, states=False)
+"""
+
+
+def _reader_env(stack: Stack, monkeypatch) -> None:
+    """This process reads the S3 store as a downstream reader would: endpoint, region, credentials from the env."""
+    for k, v in stack.cluster.env.items():
+        monkeypatch.setenv(k, v)
+
+
+def test_backfill_on_slurm_workers_writes_the_same_bytes(stack, monkeypatch):
+    """NODEWATCH_DASK=slurm: cube days and scoring groups run as sbatch jobs; the cubes are the same bytes."""
+    stack.cluster.need("slurm")
+    _reader_env(stack, monkeypatch)
+    from nodewatch.tasks.core.store import Store
+    from nodewatch.tasks.cubes import repo
+
+    st = Store(stack.store)
+    last = START + timedelta(days=HISTORY - 1)
+    before = {k: repo.chunk_bytes(st, k) for k in ("telemetry.zarr", "scores.zarr")}
+    logs = Path(stack.env["DASK_JOBQUEUE__SLURM__LOG_DIRECTORY"])
+    jobs_before = set(logs.glob("*.out")) if logs.is_dir() else set()
+    r = subprocess.run([sys.executable, "-c", SLURM_BACKFILL, START.isoformat(), last.isoformat()],
+                       env={**stack.env, "NODEWATCH_DASK": "slurm"}, cwd=stack.base, capture_output=True, text=True,
+                       timeout=900)
+    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-3000:])
+    m = _manifest(stack, "backfill")
+    assert m["status"] == "completed" and sorted(m["outputs"]["days_scored"]) == [
+        (START + timedelta(days=i)).isoformat() for i in range(HISTORY)], m["errors"]
+    assert len(set(logs.glob("*.out")) - jobs_before) >= 2, "no sbatch worker job ran (cubes and scoring clusters)"
+    st.fs.invalidate_cache()
+    after = {k: repo.chunk_bytes(st, k) for k in ("telemetry.zarr", "scores.zarr")}
+    for k in after:
+        assert len(after[k]) > 5 and after[k].keys() == before[k].keys(), k
+        assert [c for c in after[k] if after[k][c] != before[k][c]] == [], k
+
+
+NIGHTLY = """
+import sys
+from datetime import date
+from nodewatch.flows.nightly import nightly
+nightly(day=date.fromisoformat(sys.argv[1]), inbox=sys.argv[2], force=True)
+"""
+
+
+def _published(stack: Stack, day: date) -> dict:
+    """What a reader sees of the store: cube chunks, CURRENT pointers, the day's score summary."""
+    from nodewatch.tasks.anomaly.score import read_summary
+    from nodewatch.tasks.core.store import Store
+    from nodewatch.tasks.cubes import repo
+
+    st = Store(stack.store)
+    st.fs.invalidate_cache()
+    root = stack.store[len("s3://"):]
+    view: dict = {k: repo.chunk_bytes(st, k) for k in ("telemetry.zarr", "scores.zarr")}
+    view["CURRENT"] = {p[len(root):]: st.fs.cat(p) for p in st.fs.find(root) if p.endswith("/CURRENT")}
+    view["summary"] = json.dumps(read_summary(st, day).to_dict("records"), sort_keys=True,
+                                 default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o))
+    return view
+
+
+def _moved_to_completed_runs(stack: Stack, now: dict, before: dict) -> None:
+    """Every CURRENT pointer is the old one or names a run whose manifest says completed (a step that finished)."""
+    from nodewatch.tasks.core.store import Store
+
+    st = Store(stack.store)
+    assert now.keys() == before.keys()
+    for area, rid in now.items():
+        if rid != before[area]:
+            m = st.read_json("runs", f"{rid.decode().strip()}.json")
+            assert m["status"] == "completed", (area, m["status"])
+
+
+def test_nightly_killed_mid_run_on_s3_then_rerun(stack, monkeypatch):
+    """SIGKILL of a whole nightly at a random point: readers see the published state; the re-run gives the same."""
+    import os
+    import random
+    import signal
+
+    _reader_env(stack, monkeypatch)
+
+    day = START + timedelta(days=HISTORY)  # the day the nightly deployment published
+    before = _published(stack, day)
+    delay = random.uniform(3.0, 25.0)
+    p = subprocess.Popen([sys.executable, "-c", NIGHTLY, day.isoformat(), str(stack.base / "inbox")], env=stack.env,
+                         cwd=stack.base, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        p.wait(delay)
+        print(f"\n[scaleout] nightly finished before the kill at {delay:.1f} s")
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait(30)
+        print(f"\n[scaleout] nightly SIGKILLed after {delay:.1f} s")
+    seen = _published(stack, day)  # cube chunks and the day's summary: the old ones or identical new ones
+    _moved_to_completed_runs(stack, seen.pop("CURRENT"), before["CURRENT"])
+    assert seen == {k: v for k, v in before.items() if k != "CURRENT"}
+    r = subprocess.run([sys.executable, "-c", NIGHTLY, day.isoformat(), str(stack.base / "inbox")], env=stack.env,
+                       cwd=stack.base, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-3000:])
+    m = _manifest(stack, "nightly")
+    assert m["status"] == "completed" and m["parameters"]["day"] == day.isoformat(), m["errors"]
+    after = _published(stack, day)  # the same bytes; the re-run's derived tables are new runs (new CURRENT ids)
+    assert after.pop("CURRENT").keys() == before.pop("CURRENT").keys()
+    assert after == before
 
 
 def test_ui_renders_the_nightly_run_and_artifacts_in_chromium(stack, tmp_path):
