@@ -273,14 +273,14 @@ def _report(st: Store, day: date, score: dict[str, Any], steps: dict[str, Any], 
             checkpoint: dict[str, Any] | None) -> dict[str, Any]:
     """Evaluate against ground truth (if any), render the markdown report, publish artifacts."""
     from nodewatch.tasks.anomaly.score import read_alerts, read_summary
-    from nodewatch.tasks.report.nightly import day_flags, evaluate_day, ground_truth, report_markdown, write_report
+    from nodewatch.tasks.report.nightly import day_flags, evaluate_day, ground_truth, report_markdown, with_sections, write_report
 
     summary, alerts = read_summary(st, day), read_alerts(st, day)
     ev = None
     if truth and Path(truth, "truth").is_dir():
         flags, step = day_flags(st, day)
         ev = evaluate_day(summary, alerts, flags, ground_truth(truth, day), step)
-    md = report_markdown(day, steps, score, alerts, ev, (checkpoint or {}).get("summary"))
+    md = with_sections(st, day, report_markdown(day, steps, score, alerts, ev, (checkpoint or {}).get("summary")))
     paths = write_report(st, day, md, ev)
     key = artifact_key("nightly", day.isoformat())
     create_markdown_artifact(md, key=key, description=f"nightly report {day}")

@@ -321,17 +321,23 @@ def report_markdown(
     return "\n".join(lines) + "\n"
 
 
+def with_sections(store: Store, day: date, markdown: str) -> str:
+    """``markdown`` with the sections other nightly steps wrote for ``day`` appended (the syslog step's ``syslog.md``)."""
+    from nodewatch.tasks.syslog.report import read_section
+
+    section = read_section(store, day)
+    if section and section not in markdown:
+        markdown = markdown.rstrip("\n") + "\n\n" + section
+    return markdown
+
+
 def write_report(store: Store, day: date, markdown: str, evaluation: Evaluation | None) -> dict[str, str]:
     """Write ``reports/nightly/date=D/report.md`` (+ ``evaluation.json``); returns their paths.
 
     The syslog step's section (``syslog.md`` of the same night, :mod:`nodewatch.tasks.syslog.report`) is appended.
     """
-    from nodewatch.tasks.syslog.report import read_section
-
     base = (AREA, f"date={day.isoformat()}")
-    section = read_section(store, day)
-    if section and section not in markdown:
-        markdown = markdown.rstrip("\n") + "\n\n" + section
+    markdown = with_sections(store, day, markdown)
     out = {"report": store.write_bytes(markdown.encode(), *base, "report.md")}
     if evaluation is not None:
         out["evaluation"] = store.write_bytes(

@@ -148,3 +148,19 @@ def test_cli_rejects_bad_dates(tmp_path):
     assert isinstance(r.exception, UserError) and "--end 2026-01-01 is before --start 2026-01-05" in str(r.exception)
     r = CliRunner().invoke(app, ["--store", str(tmp_path), "nightly", "--date", "2026-13-01"])
     assert isinstance(r.exception, UserError) and "is not a date" in str(r.exception)
+
+
+def test_report_and_its_artifact_carry_the_syslog_section(tmp_path):
+    """with_sections appends the syslog step's section once; write_report stores the same text."""
+    from nodewatch.tasks.report.nightly import with_sections, write_report
+    from nodewatch.tasks.syslog.report import write_section
+
+    st = Store(tmp_path / "store")
+    day = date(2026, 1, 22)
+    assert with_sections(st, day, "# night\n") == "# night\n"  # no section written: unchanged
+    write_section(st, day, "## Syslog\n\ncn0001 abnormal\n")
+    md = with_sections(st, day, "# night\n")
+    assert md == "# night\n\n## Syslog\n\ncn0001 abnormal\n"
+    assert with_sections(st, day, md) == md  # appended once, not twice
+    paths = write_report(st, day, md, None)
+    assert Path(paths["report"]).read_text() == md
