@@ -22,12 +22,15 @@ from nodewatch.flows.run_names import claim_run_id, flow_run_name
 from nodewatch.tasks.anomaly.train import RunPlan, TrainConfig, finish_run, plan_as_dict, plan_run, train_batch
 from nodewatch.tasks.core.settings import load_settings
 from nodewatch.tasks.core.store import Store
+from nodewatch.tasks.cubes.cluster import fanout
 
 
 @task(task_run_name="train-batch-{index}", cache_policy=NO_CACHE, retries=0)
-def train_batch_task(plan: dict[str, Any], index: int) -> dict[str, Any]:
-    """One node batch (all its nodes trained together)."""
-    return train_batch(plan, index)
+def train_batch_task(plan: dict[str, Any], index: int, dask: str | None = None) -> dict[str, Any]:
+    """One node batch (all its nodes trained together); with ``dask`` (a scheduler address) as one task there."""
+    from nodewatch.tasks.cubes.cluster import run_on
+
+    return run_on(dask, train_batch, plan, index)
 
 
 @task(task_run_name="train-predictor", cache_policy=NO_CACHE, retries=0)
@@ -89,8 +92,9 @@ def train(
     plan, rec = plan_run(st, start, end, cfg, nodes, labels, run_id=claim_run_id())
     try:
         pd = plan_as_dict(plan)
-        with rec.step("train_batches"):
-            futures = train_batch_task.map(unmapped(pd), list(range(len(plan.batches))))
+        # NODEWATCH_DASK=slurm or a scheduler address: each batch runs as one task on that cluster
+        with rec.step("train_batches"), fanout(None, workers) as dask_at:
+            futures = train_batch_task.map(unmapped(pd), list(range(len(plan.batches))), unmapped(dask_at))
             results = [f.result() for f in futures]
         out = finish_run(st, RunPlan(**pd), results, rec)
     except BaseException as e:

@@ -51,3 +51,37 @@ def test_cli_train_no_prefect(store):
     r = CliRunner().invoke(app, ["--store", store.url, "train", "--start", "2026-01-01", "--end", "2026-01-10", "--no-prefect",
                                  "--nodes", "ghost"])
     assert isinstance(r.exception, UserError) and "ghost" in str(r.exception)
+
+
+def test_train_batches_run_on_the_dask_cluster_of_nodewatch_dask(prefect_harness, tmp_path, monkeypatch):
+    """NODEWATCH_DASK=<scheduler>: every node batch is a task on that cluster's worker process, and the
+    models are the same bytes as with the flow's own thread pool."""
+    import hashlib
+
+    from distributed import Client, LocalCluster, get_task_stream
+    from safetensors.numpy import load_file
+
+    from nodewatch.flows.train import train
+    from nodewatch.tasks.core.store import Store
+
+    ds, _ = synthetic_cube(n_nodes=3, seed=6)
+    digests = {}
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster, set_as_default=False) as client:  # the flow's own dask work stays local
+        for where in ("local", cluster.scheduler_address):
+            st = Store(str(tmp_path / where.replace("/", "_").replace(":", "_")))
+            write_cube(st, ds)
+            monkeypatch.setenv("NODEWATCH_DASK", where)
+            with get_task_stream(client) as stream:
+                out = train(start=date(2026, 1, 1), end=date(2026, 1, 10), model="exp", node_batch=2, predictor=False,
+                            store=st.url)
+            ran = [t["key"] for t in stream.data if str(t["key"]).startswith("train_batch-")]
+            assert out["trained"] == 3
+            assert len(ran) == (0 if where == "local" else 2), (where, ran)  # 3 nodes in batches of 2: two tasks
+            models = sorted(p for p in (tmp_path / st.url.rsplit("/", 1)[-1]).rglob("*")
+                            if p.is_file() and "models" in p.parts and p.suffix == ".safetensors")
+            # the tensors, not the file: its metadata names the run id
+            digests[where] = {p.name: {k: hashlib.sha256(v.tobytes()).hexdigest() for k, v in load_file(p).items()}
+                              for p in models}
+    local, remote = digests.values()
+    assert local and local == remote
