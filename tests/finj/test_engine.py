@@ -43,14 +43,14 @@ def _task_pids(out: Path) -> list[int]:
 
 @pytest.mark.slow
 def test_mini_campaign(tmp_path: Path) -> None:
-    """~32 s of real faults on this machine, sampled every second, turned into labelled windows (20-s windows
+    """~26 s of real faults on this machine, sampled every second, turned into labelled windows (20-s windows
     every 5 s here: the pipeline is the same as with the paper's 60 s, the test stays short)."""
     from nodewatch.tasks.finj.dataset import CLASSES, build, per_second_state, read_raw
     from nodewatch.tasks.ingest.base import ParseContext
     from nodewatch.tasks.ingest.telemetry import parse_ldms_csv
 
     wl = HEADER + (
-        f"0; 32; 1; False; None; dgemm\n2; 10; 2; True; 0; leak\n14; 8; 3; True; {LAST}; dial l\n24; 6; 4; True; 0; copy l\n"
+        f"0; 26; 1; False; None; dgemm\n2; 8; 2; True; 0; leak\n12; 6; 3; True; {LAST}; dial l\n20; 5; 4; True; 0; copy l\n"
     )
     out = tmp_path / "c"
     summary = run_campaign(parse_text(wl, NCORES), EngineConfig(out=out, node="minicn01", disk_cap=64 * 2**20))
@@ -64,25 +64,25 @@ def test_mini_campaign(tmp_path: Path) -> None:
     assert not any((out / "scratch").iterdir())
     # the sampler wrote ~1 row per second
     raw = read_raw(out)
-    assert 27 <= raw.values.shape[0] <= 42
+    assert 21 <= raw.values.shape[0] <= 36
     labels, alloc_node, _ = per_second_state(raw)
     leak_s = int((labels == CLASSES.index("leak")).sum())
-    assert 8 <= leak_s <= 12 and (labels == CLASSES.index("dial")).sum() >= 6
+    assert 6 <= leak_s <= 10 and (labels == CLASSES.index("dial")).sum() >= 4
     assert alloc_node.mean() > 0.8
-    # memory really leaked (16 MiB/s for ~9 s): charged to the run's fault cgroup (node-wide free memory also
+    # memory really leaked (16 MiB/s for ~7 s): charged to the run's fault cgroup (node-wide free memory also
     # moves with everything else on a shared machine, so it is only the fallback without cgroups)
     on = np.flatnonzero(labels == CLASSES.index("leak"))
     col = raw.columns.index
     if cgmod.detect()[0]:
         # the campaign's own cgroups were sampled: the job (dgemm) used CPU; the fault group is not a feature,
         # the derived non-job CPU time is
-        assert raw.values[on, col("cgroup.faults.mem_usage")].max() > 60 * 2**20
+        assert raw.values[on, col("cgroup.faults.mem_usage")].max() > 50 * 2**20
         job_cpu = raw.values[:, col("cgroup.apps.cpu_usage")]
         assert job_cpu[-1] - job_cpu[0] > 1.0
         assert "derived.nonjob_cpu" in raw.columns and f"derived.nonjob_cpu#{LAST}" in raw.columns
     else:
         free = raw.values[:, col("meminfo.MemFree")]
-        assert free[on[0] - 1] - free[on[-1]] > 60 * 2**20
+        assert free[on[0] - 1] - free[on[-1]] > 50 * 2**20
     ds = build(out, window=20, step=5)
     assert ds.features.shape[1] == NCORES and ds.features.shape[2] == len(ds.names)
     assert np.isfinite(ds.features).all()
@@ -95,7 +95,7 @@ def test_mini_campaign(tmp_path: Path) -> None:
             rows += res.rows.num_rows
             rejects += res.rejects.num_rows
             assert set(res.rows.column("node").to_pylist()) <= {"minicn01"}
-    assert rows > 25 * 20 and rejects <= 12  # counters: the first sample has no rate
+    assert rows > 20 * 20 and rejects <= 12  # counters: the first sample has no rate
 
 
 def _engine_subprocess(tmp_path: Path, wl: str) -> tuple[subprocess.Popen, Path]:
