@@ -22,7 +22,7 @@ import logging
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -93,6 +93,16 @@ class RunRecorder:
             owner=current_owner().to_dict(),
         )
         self._started = False
+        self._after: list[Callable[[], None]] = []
+
+    def after_finish(self, publish: Callable[[], None]) -> None:
+        """Run ``publish`` once the manifest says ``completed`` or ``partial`` (e.g. move a ``CURRENT`` pointer).
+
+        ``CURRENT`` pointers move only after their run finished (docs/store.md): a step inside a longer run
+        (the nightly's syslog templating) hands its pointer move here, so a run killed after that step
+        leaves the previous pointer. Not called for a failed run.
+        """
+        self._after.append(publish)
 
     @property
     def run_id(self) -> str:
@@ -143,6 +153,10 @@ class RunRecorder:
             m.errors.append(f"row counts of {t} do not add up: {m.counts[t]}")
         m.status = status or ("partial" if m.errors else "completed")  # type: ignore[assignment]
         self.write()
+        if m.status in ("completed", "partial"):
+            for publish in self._after:
+                publish()
+        self._after.clear()
         return m
 
 

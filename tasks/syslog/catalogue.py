@@ -11,13 +11,14 @@ Store layout (docs/syslog.md)::
 Both tables are published by one :class:`~nodewatch.tasks.core.commit.StagedCommit` (label ``syslog-templates``):
 readers see a night's templated rows and its catalogue together or not at all. A re-run of a day replaces the
 day's ``syslog_templated`` part; catalogue parts are kept (one version per run, the newest is current). The
-miner state is written before the commit and ``CURRENT`` moves after it, so a killed run leaves the previous
-state current.
+miner state is written before the commit and ``CURRENT`` moves after the run finished (inside the nightly: when
+its manifest says completed), so a killed run leaves the previous state current.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
 
@@ -134,8 +135,14 @@ def catalogue_table(miner: TemplateMiner, templated: pa.Table, run_id: str, befo
     }, schema=CATALOGUE_SCHEMA)
 
 
-def template_day(store: Store, day: date, run_id: str, cfg: SyslogSettings) -> TemplateResult:
-    """Template every staged syslog row of ``day``; publish ``syslog_templated`` + catalogue; move the miner."""
+def template_day(store: Store, day: date, run_id: str, cfg: SyslogSettings,
+                 after_finish: Callable[[Callable[[], None]], None] | None = None) -> TemplateResult:
+    """Template every staged syslog row of ``day``; publish ``syslog_templated`` + catalogue; move the miner.
+
+    The miner's ``CURRENT`` moves only after the run finished (docs/store.md): pass the run's
+    :meth:`~nodewatch.tasks.core.runs.RunRecorder.after_finish` and the move is done there; without it
+    (a run that ends with this call) it moves at once.
+    """
     rows = read_day(store, day)
     if rows is None:
         raise SyslogDataError(f"no staged syslog rows for {day}: run `nodewatch ingest syslog` first")
@@ -150,7 +157,10 @@ def template_day(store: Store, day: date, run_id: str, cfg: SyslogSettings) -> T
     commit.write_parquet(cat, store.staged_key(CATALOGUE, ds, run_id))
     commit.commit()
     commit.drop_removed()
-    store.set_current("/".join(MINER_AREA), run_id)
+    def move() -> None:
+        store.set_current("/".join(MINER_AREA), run_id)
+
+    (after_finish or (lambda publish: publish()))(move)
     return TemplateResult(ds, rows.num_rows, len(cat), counts, templated, cat, rows)
 
 

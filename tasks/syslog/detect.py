@@ -18,6 +18,7 @@ Windows in which a node boots (its own kernel/systemd boot line) are never abnor
 from __future__ import annotations
 
 import gzip
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
@@ -141,9 +142,10 @@ def detect(sg: np.ndarray, groups: list[np.ndarray], labels: list[str], cfg: Sys
 
 
 def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, export: bool = False,
-                key: bytes | None = None) -> DayResult:
-    """Template, filter, score and find outages for the UTC day ``day`` (module doc)."""
-    tr = template_day(store, day, run_id, cfg)
+                key: bytes | None = None, after_finish: Callable[[Callable[[], None]], None] | None = None) -> DayResult:
+    """Template, filter, score and find outages for the UTC day ``day`` (module doc); ``after_finish``: see
+    :func:`~nodewatch.tasks.syslog.catalogue.template_day`."""
+    tr = template_day(store, day, run_id, cfg, after_finish)
     rows = tr.templated
     ds = day.isoformat()
     d0 = int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp()) * NS

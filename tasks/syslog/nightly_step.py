@@ -25,7 +25,8 @@ def run(ctx: StepContext) -> dict[str, Any]:
     if not ctx.store.staged_files("syslog", dates=[ctx.day.isoformat()]):
         ctx.shared["syslog"] = {"abnormal": {}, "outages": []}
         return {"status": "skipped", "details": f"no staged syslog for {ctx.day}"}
-    res = analyse_day(ctx.store, ctx.day, ctx.run_id, cfg, export=cfg.export_anonymised)
+    res = analyse_day(ctx.store, ctx.day, ctx.run_id, cfg, export=cfg.export_anonymised,
+                      after_finish=ctx.rec.after_finish)  # the miner's CURRENT moves when the night completes
     ctx.shared["syslog"] = res.shared()
     c = res.counts
     sec_path = write_section(ctx.store, ctx.day, section_markdown(ctx.shared["syslog"], c))
