@@ -7,20 +7,18 @@ infra/postgres.md); the password never appears in what this command prints. Othe
 ``PREFECT_API_URL=http://127.0.0.1:<port>/api``.
 
 The ``prefect server`` child never outlives this process: SIGTERM, SIGHUP and Ctrl-C are passed on to it
-(:func:`run_child`), and on Linux the child asks the kernel for a SIGTERM when its parent dies
-(``prctl(PR_SET_PDEATHSIG)``, :func:`die_with_parent`), so even ``kill -9`` of ``nodewatch server start``
+(:func:`supervise`), and on Linux the child asks the kernel for a SIGTERM when its parent dies
+(``prctl(PR_SET_PDEATHSIG)``, :func:`spawn`), so even ``kill -9`` of ``nodewatch server start``
 stops the Prefect server.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -34,38 +32,19 @@ def server_command(host: str, port: int) -> list[str]:
     return [prefect, "server", "start", "--host", host, "--port", str(port)]
 
 
-PR_SET_PDEATHSIG = 1
-"""``prctl`` option: the signal the calling process gets when its parent thread exits (linux/prctl.h)."""
 STOP_TIMEOUT_S = 20.0
 """How long a stopping ``nodewatch server start`` waits for the Prefect server before killing it."""
 
 
-def die_with_parent(parent_pid: int) -> Callable[[], None] | None:
-    """A ``preexec_fn`` that makes the child get SIGTERM when ``parent_pid`` dies (Linux; ``None`` elsewhere).
-
-    Runs in the forked child before ``exec``: sets ``PR_SET_PDEATHSIG`` and, if the parent is already gone
-    (it died between ``fork`` and ``prctl``), terminates at once."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        prctl = libc.prctl
-    except (OSError, AttributeError):
-        return None
-
-    def preexec() -> None:
-        prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-        if os.getppid() != parent_pid:
-            os._exit(143)
-
-    return preexec
-
-
 def spawn(argv: list[str], env: dict[str, str]) -> subprocess.Popen:
-    """Start ``argv`` as a child that dies with this process (see :func:`die_with_parent`).
+    """Start ``argv`` as a child that gets SIGTERM when this process dies
+    (:func:`nodewatch.tasks.core.procs.parent_death_signal`).
 
     Call it before starting threads: ``preexec_fn`` runs between ``fork`` and ``exec``."""
-    return subprocess.Popen(argv, env=env, preexec_fn=die_with_parent(os.getpid()))  # noqa: PLW1509
+    from nodewatch.tasks.core.procs import parent_death_signal
+
+    preexec = parent_death_signal(signal.SIGTERM, os.getpid())
+    return subprocess.Popen(argv, env=env, preexec_fn=preexec)  # noqa: PLW1509
 
 
 def supervise(child: subprocess.Popen, timeout: float = STOP_TIMEOUT_S) -> int:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import ctypes
 import json
 import os
 import signal
@@ -30,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nodewatch.tasks.core.procs import parent_death_signal
 from nodewatch.tasks.finj import cgroup as cgmod
 from nodewatch.tasks.finj.workload import Task, format_workload
 
@@ -61,14 +61,6 @@ def default_node() -> str:
 
     name = socket.gethostname().split(".")[0]
     return name if is_valid_node_name(name) else "localhost"
-
-
-def _pdeathsig() -> Callable[[], None] | None:
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return None
-    return lambda: libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
 class _Running:
@@ -172,7 +164,7 @@ class Engine:
         self, argv: list[str], group: str, cores: tuple[int, ...] | None, log: Path, env: dict[str, str]
     ) -> subprocess.Popen:
         cg = self.cg
-        death = _pdeathsig()
+        death = parent_death_signal(signal.SIGKILL)
 
         def pre() -> None:
             if death is not None:
