@@ -160,7 +160,10 @@ def template_day(store: Store, day: date, run_id: str, cfg: SyslogSettings,
     def move() -> None:
         store.set_current("/".join(MINER_AREA), run_id)
 
-    (after_finish or (lambda publish: publish()))(move)
+    if after_finish is None:
+        move()
+    else:
+        after_finish(move)
     return TemplateResult(ds, rows.num_rows, len(cat), counts, templated, cat, rows)
 
 

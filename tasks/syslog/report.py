@@ -13,8 +13,8 @@ from typing import Any
 
 from nodewatch.tasks.core.escape import md, md_code
 from nodewatch.tasks.core.store import Store
+from nodewatch.tasks.report.nightly import AREA
 
-AREA = "reports/nightly"
 SECTION = "syslog.md"
 
 
