@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from nodewatch.tasks.core.escape import md
 from nodewatch.tasks.core.nightly_steps import NightlyStep, StepContext
@@ -21,18 +20,11 @@ from nodewatch.tasks.core.settings import section
 AREA = "reports"
 
 
-def _median_step_s(times: pd.DatetimeIndex) -> float:
-    t = np.sort(np.asarray(times.as_unit("ns").asi8, dtype=np.int64))
-    d = np.diff(t)
-    d = d[d > 0]
-    return float(np.median(d)) / 1e9 if len(d) else float("nan")
-
-
 def run(ctx: StepContext) -> dict[str, Any]:
     """Score the night's telemetry; see the module docstring."""
     from nodewatch.tasks.predict import registry
     from nodewatch.tasks.predict.report import usability, usability_markdown
-    from nodewatch.tasks.predict.score import score_node, staged_day_frames, warnings_from_decisions
+    from nodewatch.tasks.predict.score import median_step_s, score_node, staged_day_frames, warnings_from_decisions
     from nodewatch.tasks.predict.train import PredictSettings
 
     sec = section(ctx.settings, "predict", PredictSettings)
@@ -45,7 +37,7 @@ def run(ctx: StepContext) -> dict[str, Any]:
     frames = staged_day_frames(ctx.store, day, list(pred.params["metrics"]))
     if not frames:
         return {"status": "skipped", "details": f"no staged telemetry of the predictor's metrics on {day}"}
-    steps = [_median_step_s(t) for t, _ in frames.values()]
+    steps = [median_step_s(t) for t, _ in frames.values()]
     got = float(np.nanmedian(steps))
     if not np.isfinite(got) or abs(got - step) > 0.25 * step:
         return {"status": "skipped", "details": f"telemetry step {got:g} s differs from the predictor's {step} s"}

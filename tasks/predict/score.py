@@ -101,6 +101,14 @@ def warnings_from_decisions(node: str, dec: pd.DataFrame, step_s: int) -> list[d
     return out
 
 
+def median_step_s(times: pd.DatetimeIndex) -> float:
+    """Median sampling step (s) of one node's sorted-or-not timestamps (NaN with fewer than two distinct times)."""
+    t = np.sort(np.asarray(times.as_unit("ns").asi8, dtype=np.int64))
+    d = np.diff(t)
+    d = d[d > 0]
+    return float(np.median(d)) / 1e9 if len(d) else float("nan")
+
+
 def staged_day_frames(store: Any, day: str, metrics: list[str]) -> dict[str, tuple[pd.DatetimeIndex, np.ndarray]]:
     """The day's staged telemetry of ``metrics`` per node (counters from their ``_rate`` gauges)."""
     import pyarrow.compute as pc

@@ -51,17 +51,15 @@ def _days(start: date, end: date) -> list[str]:
 
 def _node_grids(store: Any, days: list[str], metrics: list[str]) -> tuple[dict[str, tuple[pd.DatetimeIndex, np.ndarray]], float]:
     """Per node, the training days' values (M, T) on one regular grid, counters as per-step increments; and the step."""
-    from nodewatch.tasks.predict.score import _grid, staged_day_frames
+    from nodewatch.tasks.predict.score import _grid, median_step_s, staged_day_frames
 
     per_node: dict[str, list[tuple[pd.DatetimeIndex, np.ndarray]]] = {}
     steps = []
     for day in days:
         for node, (t, v) in staged_day_frames(store, day, metrics).items():
             per_node.setdefault(node, []).append((t, v))
-            d = np.diff(np.sort(np.asarray(t.as_unit("ns").asi8)))
-            d = d[d > 0]
-            if len(d):
-                steps.append(float(np.median(d)) / NS)
+            if np.isfinite(s := median_step_s(t)):
+                steps.append(s)
     if not steps:
         return {}, float("nan")
     step = float(np.median(steps))
@@ -171,16 +169,18 @@ def train_weekly(
     from nodewatch.tasks.predict.train import fit_final
 
     t0 = time.perf_counter()
-    step = staged_step(store, _days(start, end))
-    if np.isfinite(step) and step > MAX_STEP_S:  # decided from one day's timestamps, before reading every day
+    def too_coarse(step: float) -> dict[str, Any]:
         return {"status": "skipped",
                 "details": f"telemetry step {step:g} s: the failure predictor trains on {MAX_STEP_S}-s or finer telemetry"}
+
+    step = staged_step(store, _days(start, end))
+    if np.isfinite(step) and step > MAX_STEP_S:  # decided from one day's timestamps, before reading every day
+        return too_coarse(step)
     pos, neg, step = store_sequences(store, start, end, stride=stride)
     if not np.isfinite(step):
         return {"status": "skipped", "details": f"no staged telemetry of the predictor's metrics {start}..{end}"}
     if step > MAX_STEP_S:
-        return {"status": "skipped",
-                "details": f"telemetry step {step:g} s: the failure predictor trains on {MAX_STEP_S}-s or finer telemetry"}
+        return too_coarse(step)
     if len(pos.y) < MIN_FAILURES or len(neg.y) < 100:
         return {"status": "skipped", "details": f"too little data to train the failure predictor: {len(pos.y)} failure "
                                                 f"sequence(s) (need {MIN_FAILURES}) and {len(neg.y)} ok sequences"}
