@@ -55,7 +55,7 @@ def run_syslog_days(start: date, end: date, store: str | None = None, export: bo
             child.write()
             try:
                 with rec.step(f"syslog {d}"), child.step("syslog_detect"):
-                    r = analyse_day(st, d, child.run_id, cfg, export=export)
+                    r = analyse_day(st, d, child.run_id, cfg, export=export, after_finish=child.after_finish)
             except BaseException as e:
                 child.error(f"{type(e).__name__}: {e}")
                 child.finish("failed")

@@ -82,7 +82,7 @@ def templates_cmd(day: DayOpt, top: Annotated[int, typer.Option(min=0, max=10_00
     _, cfg = _cfg()
 
     def go(store, run_id, rec):  # noqa: ANN001, ANN202
-        r = template_day(store, d, run_id, cfg)
+        r = template_day(store, d, run_id, cfg, rec.after_finish)  # miner CURRENT moves when the run completes
         rec.add_output("syslog_templates", r.summary())
         return r
 
@@ -118,7 +118,7 @@ def anonymise_cmd(day: DayOpt, out: Annotated[Path | None, typer.Option(
     _, cfg = _cfg()
 
     def go(store, run_id, rec):  # noqa: ANN001, ANN202
-        r = template_day(store, d, run_id, cfg)
+        r = template_day(store, d, run_id, cfg, rec.after_finish)  # miner CURRENT moves when the run completes
         key = export_anonymised(store, d, run_id, r, cfg)
         rec.add_output("syslog_export", key)
         return r, key
@@ -182,7 +182,7 @@ def detect_cmd(day: DayOpt, export: Annotated[bool, typer.Option("--export/--no-
     _, cfg = _cfg()
 
     def go(store, run_id, rec):  # noqa: ANN001, ANN202
-        r = analyse_day(store, d, run_id, cfg, export=export)
+        r = analyse_day(store, d, run_id, cfg, export=export, after_finish=rec.after_finish)
         rec.add_output("syslog", {**r.counts, "export": r.export})
         return r
 
