@@ -13,8 +13,10 @@ from typing import Any
 
 from nodewatch.tasks.core.escape import md, md_code
 from nodewatch.tasks.core.store import Store
-from nodewatch.tasks.report.nightly import AREA
 
+AREA = "reports/nightly"
+"""The nightly report's area (``tasks.report.nightly.AREA``; importing it would make an import cycle: that module
+appends this section)."""
 SECTION = "syslog.md"
 
 
