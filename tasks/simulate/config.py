@@ -213,6 +213,9 @@ class SimConfig:
         (others RFC 3164). syslog_lines_per_node_day: mean background syslog volume.
         syslog_precursor_lines_per_min: extra lines per minute a node logs inside a failure's precursor window
         (Ghiasvand & Ciorba: the failing node's SG departs from its rack's; 0 = no syslog precursors).
+        syslog_precursor_share: -1 (default) = syslog bursts exactly in the telemetry precursor windows; in [0, 1] =
+        the paper-like setting: each internal-cause failure gets a burst with this probability (own stream), external
+        ones (rack_power) none (Schedule.syslog_precursors).
         fp_alerts_per_node_year: Nagios CRITICAL false positives; alert_detect_prob: probability that an
         anomaly raises a CRITICAL Nagios alert; alert_warning_share: share of those (and of false positives)
         that first go WARNING (SOFT 1-2, HARD 3) 5-30 min before CRITICAL; warning_only_per_node_year:
@@ -288,6 +291,7 @@ class SimConfig:
     syslog_rfc5424_rows: tuple[int, ...] = (0, 2)
     syslog_lines_per_node_day: float = 300.0
     syslog_precursor_lines_per_min: float = 0.8
+    syslog_precursor_share: float = -1.0
     fp_alerts_per_node_year: float = 3.0
     alert_detect_prob: float = 0.85
     alert_warning_share: float = 0.5
@@ -306,6 +310,8 @@ class SimConfig:
         if not 0.0 <= self.precursor_share <= 1.0:
             raise ValueError(f"precursor_share must be in [0, 1], got {self.precursor_share}")
         PrecursorShape(self.precursor_shape, self.precursor_strength, self.precursor_period_s)  # validates the knobs
+        if self.syslog_precursor_share != -1.0 and not 0.0 <= self.syslog_precursor_share <= 1.0:
+            raise ValueError(f"syslog_precursor_share must be -1 or in [0, 1], got {self.syslog_precursor_share}")
         if self.failure_weibull_shape <= 0 or self.node_mtbf_days <= 0:
             raise ValueError("failure_weibull_shape and node_mtbf_days must be > 0")
         if self.scheduler not in ("threads", "processes", "synchronous"):

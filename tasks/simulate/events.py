@@ -30,3 +30,4 @@ class NodeEvents:
     boots: np.ndarray  # t_up times (counter resets)
     outages: list[tuple[float, float]]
     precursor_shape: PrecursorShape = PrecursorShape()  # how precursors show in telemetry (SimConfig knobs)
+    syslog_precursors: list[tuple[float, float, str]] | None = None  # syslog bursts; None = ``precursors``

@@ -11,7 +11,7 @@ import numpy as np
 STREAMS = {
     "topology": 1, "failures": 2, "rack_events": 3, "maintenance": 4, "anomalies": 5, "connloss": 6,
     "outages": 7, "jobs": 8, "fp_alerts": 9, "telemetry": 10, "syslog": 11, "controller": 12, "alerts": 13,
-    "precursors": 14, "rack_outages": 15, "heterogeneity": 16, "boot": 17,
+    "precursors": 14, "rack_outages": 15, "heterogeneity": 16, "boot": 17, "syslog_precursors": 18,
 }
 
 

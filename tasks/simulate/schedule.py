@@ -19,6 +19,7 @@ from nodewatch.tasks.simulate.config import SimConfig
 from nodewatch.tasks.simulate.events import JOB_LEVELS, NodeEvents
 from nodewatch.tasks.simulate.failures import (
     PRECURSOR_KIND,
+    _lead,
     connection_losses,
     frail_nodes,
     merge_down_intervals,
@@ -102,8 +103,32 @@ class Schedule:
                     np.sort(np.asarray(boots, dtype=float)),
                     outs,
                     shape,
+                    self.syslog_precursors(n) if self.cfg.syslog_precursor_share >= 0 else None,
                 )
             )
+        return out
+
+    def syslog_precursors(self, n: int) -> list[tuple[float, float, str]]:
+        """Syslog burst windows ``(start, t_fail, kind)`` of node ``n`` at ``cfg.syslog_precursor_share`` >= 0.
+
+        Each internal-cause failure of the node gets one with that probability (stream ``syslog_precursors``, per
+        node, in failure order): the telemetry precursor's window when it has one, else a lead drawn like it.
+        External causes (``rack_power``) get none: Ghiasvand & Ciorba's power outages leave no footprint.
+        """
+        self._index()
+        f = self._fl.get(n)
+        if f is None:
+            return []
+        g = rng(self.cfg.seed, "syslog_precursors", n)
+        u = g.random(len(f))
+        lead = _lead(self.cfg, g, len(f))
+        out = []
+        for i, x in enumerate(f.itertuples()):
+            kind = PRECURSOR_KIND.get(x.cause)
+            if x.cause == "rack_power" or kind is None or u[i] >= self.cfg.syslog_precursor_share:
+                continue
+            a = x.precursor_start if not pd.isna(x.precursor_start) else x.t_fail - lead[i]
+            out.append((float(a), float(x.t_fail), kind))
         return out
 
     def _index(self) -> None:

@@ -179,7 +179,7 @@ def render_rack(sched: Schedule, events: list[NodeEvents], nodes: np.ndarray, da
                 app, fac, sev, msg = EVENT[typ][int(g.integers(len(EVENT[typ])))]
                 lines.append((t, app, fac, sev, f.fill(msg, t)))
         # precursor bursts (SimConfig.syslog_precursor_lines_per_min; 0 = none)
-        for a, z, kind in ev.precursors:
+        for a, z, kind in ev.precursors if ev.syslog_precursors is None else ev.syslog_precursors:
             lo, hi = max(a, t0), min(z, t1)
             if hi <= lo or cfg.syslog_precursor_lines_per_min <= 0:
                 continue
