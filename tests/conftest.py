@@ -95,3 +95,23 @@ def fill_disk():
 def local_cluster() -> Iterator[LocalCluster]:
     """The real one-host cluster of ``infra/local/cluster.sh`` (PostgreSQL, S3, Slurm), one per session."""
     yield from local_cluster_session()
+
+
+_FOLDER_SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Add each phase's duration (setup, call, teardown) to its test folder's total."""
+    parts = report.nodeid.split("::", 1)[0].split("/")
+    folder = "/".join(parts[:2]) if len(parts) > 2 else parts[-1]
+    _FOLDER_SECONDS[folder] = _FOLDER_SECONDS.get(folder, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Print the test time per folder, so the CI budget (20 min on 2 cores) can be split knowingly."""
+    if not _FOLDER_SECONDS:
+        return
+    terminalreporter.section("test time per folder")
+    total = sum(_FOLDER_SECONDS.values())
+    for folder, sec in sorted(_FOLDER_SECONDS.items(), key=lambda kv: -kv[1]):
+        terminalreporter.write_line(f"{sec:8.1f} s  {100 * sec / total:5.1f} %  {folder}")
