@@ -159,6 +159,23 @@ def set_cpu_share(dirs: tuple[str, ...], version: int, fraction_of_cores: float 
             Path(d, "cpu.cfs_quota_us").write_text(str(q))
 
 
+def set_cpu_weight(dirs: tuple[str, ...], version: int, shares: int) -> bool:
+    """CPU weight of a group against its siblings (v1 ``cpu.shares``, 2..262144, 1024 = default; v2
+    ``cpu.weight``, 1..10000, 100 = default, scaled from the v1 value). With the kernel's session
+    autogroups (``kernel.sched_autogroup_enabled``) every other session at the root competes with the weight
+    of nice 0 whatever its nice value, so a campaign that must own its cores raises its group's weight.
+    Returns whether a file was written."""
+    done = False
+    for d in dirs:
+        if version == 2 and Path(d, "cpu.weight").exists():
+            Path(d, "cpu.weight").write_text(str(max(1, min(10000, shares * 100 // 1024))))
+            done = True
+        elif version == 1 and Path(d, "cpu.shares").exists():
+            Path(d, "cpu.shares").write_text(str(max(2, min(262144, shares))))
+            done = True
+    return done
+
+
 def memory_usage(dirs: tuple[str, ...], version: int) -> int:
     """Current memory charged to a group (bytes)."""
     for d in dirs:

@@ -53,6 +53,11 @@ class EngineConfig:
     time_scale: float = 1.0
     """Workload seconds per real second (tests compress a workload; 1.0 for real campaigns)."""
     env: dict[str, str] = field(default_factory=dict)
+    cpu_shares: int = 0
+    """CPU weight of the run's cgroup (v1 ``cpu.shares``; 0 = leave the default 1024): with session autogroups
+    other users' ``nice 19`` jobs still weigh as much as the whole campaign (see ``cgroup.set_cpu_weight``)."""
+    mlock: bool = False
+    """Lock the sampler's memory (``mlockall``, root): it keeps sampling while the machine thrashes."""
 
 
 def default_node() -> str:
@@ -76,6 +81,9 @@ class Engine:
         self.tasks = sorted(tasks, key=lambda t: (t.timestamp, t.seq))
         self.cfg = cfg
         self.n_cores = cfg.n_cores or os.cpu_count() or 1
+        # the campaign's cores: those the engine may run on (``taskset -c 1`` or a cpuset makes a 1-core node);
+        # a task with cores ``None`` runs on them and a fault's cgroup limits are sized to them
+        self.cores = tuple(sorted(c for c in os.sched_getaffinity(0) if c < self.n_cores)) or tuple(range(self.n_cores))
         self.node = cfg.node or default_node()
         self.run_id = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
         self.out = cfg.out
@@ -143,6 +151,8 @@ class Engine:
         if self.cg is not None:
             self._state({"cgroups": self.cg.to_json()})
             cgmod.set_memory_limit(self.cg.dirs["faults"], self.cg.version, self.cfg.mem_cap + 256 * 2**20)
+            if self.cfg.cpu_shares:
+                cgmod.set_cpu_weight(self.cg.base, self.cg.version, self.cfg.cpu_shares)
         else:
             for f in NEEDS_CGROUP:
                 self.unavailable[f] = why
@@ -153,7 +163,8 @@ class Engine:
             self.unavailable["ioerr"] = why_shim
         if self.cfg.sample:
             self.sampler = self._spawn(
-                [self.cfg.python, "-m", "nodewatch.tasks.finj.sampler", "--out", str(self.out), "--node", self.node],
+                [self.cfg.python, "-m", "nodewatch.tasks.finj.sampler", "--out", str(self.out), "--node", self.node]
+                + (["--mlock"] if self.cfg.mlock else []),
                 "sys",
                 None,
                 self.out / "logs" / "sampler.log",
@@ -193,7 +204,7 @@ class Engine:
         return proc
 
     def _start(self, task: Task, now_wall: float) -> None:
-        cores = task.cores or tuple(range(self.n_cores))
+        cores = task.cores or self.cores
         limit = (task.duration or self.cfg.max_task_s) / self.cfg.time_scale
         limit = min(limit, self.cfg.max_task_s)
         env = {k: str(len(cores)) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
@@ -203,7 +214,7 @@ class Engine:
                 env.update(
                     NWFINJ_APPS_CGROUP=os.pathsep.join(self.cg.dirs["apps"]),
                     NWFINJ_CGROUP_VERSION=str(self.cg.version),
-                    NWFINJ_APP_CORES=str(self.n_cores),
+                    NWFINJ_APP_CORES=str(len(self.cores)),
                 )
         else:
             group = "apps"
@@ -349,6 +360,9 @@ def run_campaign(
         "unavailable": eng.unavailable,
         "cgroups": eng.cg.version if eng.cg else 0,
         "n_cores": eng.n_cores,
+        "cores": list(eng.cores),
+        "mlock": cfg.mlock,
+        "cpu_shares": cfg.cpu_shares,
     }
     (cfg.out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary

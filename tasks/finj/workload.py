@@ -224,6 +224,9 @@ class GeneratorSpec:
     """Faults only I/O-bound applications can show (the I/O-error shim fails their reads/writes): an application
     that overlaps one of them runs ``fileio`` (the paper injects its disk faults in blocks of I/O applications,
     Table 1); ``fileio`` also runs at other times, picked like any application."""
+    core_ids: tuple[int, ...] | None = None
+    """The target node's cores when the campaign is pinned to some of them (e.g. ``(1,)``: a 1-core node on
+    core 1): applications run on all of them, each fault on one of them. ``None``: all cores of the node."""
     balanced: bool = True
     """Pick faults from shuffled rounds of all programs (every program once per round; intensity alternates
     from one round to the next, starting at random), so every program recurs all along the span and
@@ -250,7 +253,7 @@ def generate(spec: GeneratorSpec, seed: int, n_cores: int) -> list[Task]:
         dur = float(np.clip(rng.normal(spec.app_dur_mean, spec.app_dur_sd), 30.0, None))
         dur = min(dur, spec.span - t)
         if dur >= 30:
-            tasks.append(Task(round(t), round(dur), 0, False, None, str(rng.choice(spec.apps))))
+            tasks.append(Task(round(t), round(dur), 0, False, spec.core_ids, str(rng.choice(spec.apps))))
         t += dur + max(5.0, rng.normal(gap_mean, gap_mean / 4))
     # faults: exponentiated-Weibull gaps between starts, Johnson SU durations, never overlapping
     n = int(spec.span / spec.fault_gap_mean * 3) + 10
@@ -275,7 +278,7 @@ def generate(spec: GeneratorSpec, seed: int, n_cores: int) -> list[Task]:
         else:
             prog = str(rng.choice(spec.faults))
             low = bool(spec.low and rng.random() < 0.5)
-        core = int(rng.integers(n_cores))
+        core = int(rng.choice(spec.core_ids)) if spec.core_ids else int(rng.integers(n_cores))
         tasks.append(Task(round(t), round(float(dur)), 0, True, (core,), prog, low))
         end_prev = round(t) + round(float(dur))
     io_spans = [(x.timestamp, x.timestamp + x.duration) for x in tasks if x.is_fault and x.program in spec.io_faults]
