@@ -33,6 +33,10 @@ def generate_cmd(
         ),
     ] = False,
     cores: Annotated[int, typer.Option(help="Cores of the target node (default: this machine's).")] = 0,
+    pin: Annotated[
+        str | None,
+        typer.Option(help="Pin the whole workload to these cores (e.g. '1': a 1-core target node on core 1)."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Write a seeded FINJ workload (exponentiated-Weibull fault gaps, Johnson SU durations, applications 75% of the time)."""
@@ -40,7 +44,7 @@ def generate_cmd(
     import os
 
     from nodewatch.flows.cli import UserError
-    from nodewatch.tasks.finj.workload import GeneratorSpec, concat, format_workload, generate
+    from nodewatch.tasks.finj.workload import GeneratorSpec, concat, format_workload, generate, parse_cores
 
     for name, v in (("--span", span), ("--fault-gap", fault_gap), ("--fault-duration", fault_duration)):
         if not (math.isfinite(v) and v > 0):
@@ -52,9 +56,16 @@ def generate_cmd(
     n = cores or os.cpu_count() or 1
     if not 1 <= n <= 4096:
         raise UserError(f"--cores must be in 1..4096, got {cores}")
+    core_ids = None
+    if pin is not None:
+        try:
+            core_ids = parse_cores(pin, n)
+        except ValueError as e:
+            raise UserError(f"--pin: {e}") from None
     if out.exists() or out.is_symlink():
         raise UserError(f"{out} exists: choose a new file")
     common = dict(
+        core_ids=core_ids,
         fault_gap_mean=fault_gap,
         fault_dur_mean=fault_duration,
         fault_dur_min=min(120.0, fault_duration / 2),
@@ -97,6 +108,10 @@ def run_cmd(
     out: Annotated[Path, typer.Option(help="Campaign directory to create (must be new or empty).")],
     node: Annotated[str | None, typer.Option(help="Node name written as ProducerName (default: this host).")] = None,
     sample: Annotated[bool, typer.Option(help="Run the 1-s sampler during the campaign.")] = True,
+    mlock: Annotated[bool, typer.Option(help="Lock the sampler's memory (root; keeps sampling on a thrashing machine).")] = False,
+    cpu_shares: Annotated[
+        int, typer.Option(help="CPU weight of the campaign's cgroup (cpu.shares, 0 = default 1024); high: it owns its cores.")
+    ] = 0,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a fault-injection campaign on this node with 1-s sampling (Ctrl-C stops it and cleans up)."""
@@ -107,6 +122,8 @@ def run_cmd(
     from nodewatch.tasks.finj.workload import WorkloadError, read_workload
 
     fs = finj_settings(settings())
+    if not 0 <= cpu_shares <= 262144:
+        raise UserError(f"--cpu-shares must be in 0..262144, got {cpu_shares}")
     try:
         tasks = read_workload(workload)
     except WorkloadError as e:
@@ -122,6 +139,8 @@ def run_cmd(
         mem_cap=fs.mem_cap_mib * 2**20,
         disk_cap=fs.disk_cap_mib * 2**20,
         sample=sample,
+        mlock=mlock,
+        cpu_shares=cpu_shares,
     )
     if as_json:
         summary = run_campaign(tasks, cfg)
