@@ -24,8 +24,9 @@ Every take-over is logged (logger ``nodewatch.locks``) naming the dead owner.
 Waiting longer than ``timeout_s`` on a live lock raises :class:`LockBusyError`, a one-line message
 naming the lock and its owner (the CLI prints it without a traceback, exit code 2).
 
-Locks need a local (POSIX) filesystem; on object stores :func:`store_lock` locks nothing and axis
-changes must be serialised by the caller (as before).
+Lock files need a local (POSIX) filesystem; on S3 :func:`store_lock` holds a lease object written with
+conditional puts instead (:mod:`nodewatch.tasks.core.s3lease`); on other object stores it locks nothing and
+axis changes must be serialised by the caller.
 """
 
 from __future__ import annotations
@@ -313,12 +314,20 @@ def lock_defaults() -> tuple[float, float]:
 @contextlib.contextmanager
 def store_lock(store: Store, *parts: str, name: str | None = None, timeout_s: float | None = None,
                lease_s: float | None = None) -> Iterator[None]:
-    """Hold the lock file ``<store>/<parts>`` (local stores); a no-op on object stores (see module doc)."""
+    """Hold the lock ``<store>/<parts>``: a lock file on local stores, a lease object on S3
+    (:class:`nodewatch.tasks.core.s3lease.S3Lease`); a no-op on other object stores (see module doc)."""
     proto = store.fs.protocol if isinstance(store.fs.protocol, str) else store.fs.protocol[0]
+    d_timeout, d_lease = lock_defaults()
+    if proto in ("s3", "s3a"):
+        from nodewatch.tasks.core.s3lease import S3Lease
+
+        with S3Lease(store.fs, store.path(*parts), name=name, timeout_s=d_timeout if timeout_s is None else timeout_s,
+                     lease_s=d_lease if lease_s is None else lease_s):
+            yield
+        return
     if proto not in ("file", "local"):
         yield
         return
-    d_timeout, d_lease = lock_defaults()
     with FileLock(store.path(*parts), name=name, timeout_s=d_timeout if timeout_s is None else timeout_s,
                   lease_s=d_lease if lease_s is None else lease_s):
         yield
