@@ -94,7 +94,15 @@ class LocalCluster:
 
 
 def local_cluster_session() -> Iterator[LocalCluster]:
-    """``infra/local/cluster.sh up`` in a temp dir (free ports); ``down`` at the end (body of the fixture)."""
+    """``infra/local/cluster.sh up`` in a temp dir (free ports); ``down`` at the end (body of the fixture).
+
+    With ``NODEWATCH_TEST_LOCAL_DIR`` naming the directory of a test bed already up (``NODEWATCH_LOCAL_DIR``
+    of a ``cluster.sh up``), that one is used and left running (local iteration on one test).
+    """
+    reuse = os.environ.get("NODEWATCH_TEST_LOCAL_DIR")
+    if reuse and (Path(reuse) / "env").is_file():
+        yield LocalCluster(Path(reuse), read_env(Path(reuse) / "env"), {})
+        return
     # not under pytest's 0700 tmp root: the PostgreSQL server runs as the 'postgres' user and must reach its data dir
     base = Path(tempfile.mkdtemp(prefix="nodewatch-cluster-"))
     env = {**os.environ, "NODEWATCH_LOCAL_DIR": str(base), "NODEWATCH_LOCAL_PORT_BASE": str(port_base()),
