@@ -70,3 +70,34 @@ def regular_failures(out_node: np.ndarray, out_time: np.ndarray, maint: list[tup
         in_maint = any((mn in (-1, n)) and a <= t <= z for mn, a, z in maint)
         ok[i] = not in_maint and not any(cn == n and abs(ce - t) <= tol_ns for cn, ce in completed)
     return ok
+
+
+def external_events(node: np.ndarray, time_ns: np.ndarray, group: np.ndarray, group_size: np.ndarray,
+                    gap_ns: int = 120_000_000_000, min_nodes: int = 3, min_share: float = 0.25) -> np.ndarray:
+    """Which outages have an *external* cause: a whole rack (``group``) going down at once (§II-D, §III-D).
+
+    The paper separates regular failures (internal causes) from failures by external factors (power outages,
+    human errors, maintenance) with other data sources; a rack-wide loss of power or cooling shows in the
+    product's own data as a *time-of-failure vicinity* event confined to one physical group. Outages of one
+    group are chained in time (single linkage: consecutive outages at most ``gap_ns`` apart); a chain holding
+    at least ``max(min_nodes, min_share * group_size[g])`` distinct nodes of the group ``g`` is one external
+    event and all its outages are external. ``group_size``: nodes per group id (``group`` indexes it).
+    Returns a boolean per outage (input order).
+    """
+    node = np.asarray(node, np.int64)
+    t = np.asarray(time_ns, np.int64)
+    grp = np.asarray(group, np.int64)
+    out = np.zeros(len(t), bool)
+    if len(t) == 0:
+        return out
+    order = np.lexsort((t, grp))
+    g_s, t_s, n_s = grp[order], t[order], node[order]
+    new_chain = np.concatenate([[True], (g_s[1:] != g_s[:-1]) | (np.diff(t_s) > gap_ns)])
+    chain = np.cumsum(new_chain) - 1
+    for c in np.unique(chain).tolist():
+        m = chain == c
+        g = int(g_s[m][0])
+        need = max(min_nodes, min_share * float(np.asarray(group_size)[g]))
+        if len(np.unique(n_s[m])) >= need:
+            out[order[m]] = True
+    return out

@@ -203,7 +203,13 @@ def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, expor
     commit.drop_removed()
     jobs = store.read_staged("jobs", columns=["state", "end_time", "node_list"])
     resv = store.read_staged("reservations")
-    outs = syslog_outages(staged, int(pc.max(staged["time"]).cast(pa.int64()).as_py()), jobs=jobs, reservations=resv)
+    topo = store.read_staged("topology", columns=["node", "rack", "valid_from"])
+    racks = None
+    if topo is not None and topo.num_rows:
+        racks = {r["node"]: (str(r["rack"]) if r["rack"] is not None else None)
+                 for r in topo.sort_by([("valid_from", "ascending")]).to_pylist()}
+    outs = syslog_outages(staged, int(pc.max(staged["time"]).cast(pa.int64()).as_py()), jobs=jobs, reservations=resv,
+                          racks=racks)
     res = DayResult(ds, tr, filt, abnormal, outs)
     for i, w in zip(ni.tolist(), wi.tolist(), strict=True):
         g = peer_sel.get((i, w), groups[vic[i]])

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pyarrow as pa
 
 from nodewatch.schemas.states import FAILURE_EVENTS
 from nodewatch.tasks.states.reconcile import reconcile
-from nodewatch.tasks.syslog.outages import syslog_outages
+from nodewatch.tasks.syslog.outages import mark_external, syslog_outages
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 NS = 10**9
@@ -104,3 +105,46 @@ def test_reconcile_one_events_table():
     # idempotent evidence: reconciling again adds nothing twice
     again, _ = reconcile(got, out, _ns(T0), t_end)
     assert again.num_rows == 3 and again.to_pylist()[0]["evidence"].count("syslog:") == 1
+
+
+def test_external_events_rack_wide_chain():
+    """Hand-made: rack 0 (4 nodes) loses 3 nodes 100 s apart (a chain, 3 >= max(3, 0.25*4)): external; rack 1 has
+    3 outages 400 s apart (gap > 300 s: no chain) and a lone one: regular."""
+    from nodewatch.models.syslog.outages import external_events
+
+    node = np.array([0, 1, 2, 4, 5, 6, 7])
+    t = np.array([1000, 1100, 1200, 1000, 1400, 1800, 90000]) * NS
+    grp = np.array([0, 0, 0, 1, 1, 1, 1])
+    ext = external_events(node, t, grp, np.array([4, 4]), gap_ns=300 * NS)
+    assert ext.tolist() == [True, True, True, False, False, False, False]
+    # same node twice in one chain counts once; min_share of a big rack raises the bar
+    ext2 = external_events(np.array([0, 0, 1, 2]), np.array([0, 10, 20, 30]) * NS, np.zeros(4, int), np.array([48]),
+                           gap_ns=300 * NS)
+    assert not ext2.any()
+
+
+def test_rack_wide_outages_are_external_not_regular():
+    nodes = [f"cn{i:03d}" for i in range(1, 9)]
+    racks = {n: ("r0" if i < 4 else "r1") for i, n in enumerate(nodes)}
+    rows = []
+    for i, n in enumerate(nodes):
+        rows += _busy(n, T0, 2)
+        if i < 3 or i == 5:  # r0: three nodes reboot together (power); r1: one node alone
+            rows += [(T0 + timedelta(hours=2, minutes=10 + i), n, "Linux version 5.14.0 (mockbuild@x)")]
+        rows += _busy(n, T0 + timedelta(hours=2, minutes=20), 6)
+    out = syslog_outages(_syslog(rows), _ns(T0 + timedelta(hours=9)), racks=racks).to_pylist()
+    by = {r["node"]: r for r in out}
+    assert set(by) == {"cn001", "cn002", "cn003", "cn006"}
+    assert by["cn006"]["regular_failure"]
+    for n in ("cn001", "cn002", "cn003"):
+        assert not by[n]["regular_failure"] and by[n]["reason"] == "external: rack-wide event (rack r0)"
+    plain = syslog_outages(_syslog(rows), _ns(T0 + timedelta(hours=9))).to_pylist()
+    assert all(r["regular_failure"] for r in plain)  # without racks: the paper's rule alone
+    fe = pa.table({"node": ["cn001", "cn002", "cn003", "cn006"],
+                   "start": pa.array([T0 + timedelta(hours=2, minutes=m) for m in (1, 2, 3, 3)],
+                                     pa.timestamp("ns", tz="UTC")),
+                   "end": pa.array([T0 + timedelta(hours=3)] * 4, pa.timestamp("ns", tz="UTC")),
+                   "cause": ["loss+boot"] * 4, "evidence": ["down"] * 4, "rack": ["r0", "r0", "r0", "r1"],
+                   "shadowed_by": pa.array([None] * 4, pa.string())}, schema=FAILURE_EVENTS.arrow_schema())
+    marked, k = mark_external(fe, syslog_outages(_syslog(rows), _ns(T0 + timedelta(hours=9)), racks=racks))
+    assert k == 3 and marked["evidence"].to_pylist() == ["down; external: rack-wide event (rack r0)"] * 3 + ["down"]
