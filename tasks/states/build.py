@@ -93,12 +93,13 @@ def _with_syslog_outages(store, fe: pa.Table, syslog: pa.Table | None, resv: pa.
     if syslog is None or syslog.num_rows == 0:
         return fe
     from nodewatch.tasks.states.reconcile import reconcile
-    from nodewatch.tasks.syslog.outages import syslog_outages
+    from nodewatch.tasks.syslog.outages import mark_external, syslog_outages
 
     jobs = store.read_staged("jobs", job_days, columns=["state", "end_time", "node_list"])
     end_ns = int(pc.max(syslog["time"]).cast(pa.int64()).as_py())
-    out = syslog_outages(syslog, end_ns, jobs=jobs, reservations=resv, nodes=set(node_set))
+    out = syslog_outages(syslog, end_ns, jobs=jobs, reservations=resv, nodes=set(node_set), racks=racks)
     fe, c = reconcile(fe, out, t0, t1, racks)
+    fe, c["failure_events_external"] = mark_external(fe, out)  # rack-wide: external cause (issue 17)
     counts.update({k: v for k, v in c.items() if v})
     return fe
 
