@@ -5,6 +5,9 @@ detections, not windows). A failure at ``t_fail`` is *detected with lead* ``L`` 
 flagged window ending in ``[t_fail - horizon, t_fail - L]`` (the signal is known ``L`` before the failure).
 An episode is a true alarm when its node fails within ``[episode start, episode end + horizon]``.
 Precision = true episodes / episodes; recall(L) = failures detected with lead >= L / failures.
+Recall *at the failure moment* (the paper's §II-E/Figure 5 reading: the observation moment is the outage point and
+SG covers the window before it): the share of failures whose node is flagged in the last window ending at or
+before ``t_fail``.
 """
 
 from __future__ import annotations
@@ -54,6 +57,11 @@ def table_v_scores(flags: np.ndarray, window_end_ns: np.ndarray, fail_node: np.n
         w = np.flatnonzero(flags[n] & (window_end_ns >= t - horizon_ns) & (window_end_ns <= t))
         if len(w):
             best_lead[i] = t - int(window_end_ns[w[0]])
+    at = np.searchsorted(window_end_ns, fail_ns, side="right") - 1
+    ok = (at >= 0) & (fail_node < flags.shape[0])
+    moment = np.zeros(len(fail_ns), bool)
+    moment[ok] = flags[fail_node[ok], at[ok]]
+    out["recall@moment"] = float(np.mean(moment)) if len(fail_ns) else float("nan")
     for L in leads_ns:
         out[f"recall@{L // 60_000_000_000}min"] = float(np.mean(best_lead >= L)) if len(fail_ns) else float("nan")
     hit = best_lead[best_lead >= 0]

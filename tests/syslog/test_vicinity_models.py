@@ -107,6 +107,12 @@ def test_alarm_episodes_and_table_v_scores():
     assert s["precision"] == pytest.approx(1 / 3)
     assert s["recall@0min"] == 0.5 and s["recall@2min"] == 0.5  # node 0 flagged at window end 3w: lead 2w+10ns
     assert s["median_lead_min"] == pytest.approx((2 * w + 10) / 60e9)
+    # at the failure moment: node 0 fails at 5w+10 -> last window ending before is index 4 (end 5w): not flagged;
+    # node 2 fails at 9w -> window index 8 (end 9w): not flagged; flag both moments -> 1.0
+    assert s["recall@moment"] == 0.0
+    flags[0, 4] = flags[2, 8] = True
+    s2 = table_v_scores(flags, wend, np.array([0, 2]), np.array([5 * w + 10, 9 * w]), horizon_ns=3 * w)
+    assert s2["recall@moment"] == 1.0
 
 
 def test_outage_rule_and_regular_failures():
