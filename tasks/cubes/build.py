@@ -140,6 +140,39 @@ def _telemetry_day(url: str, step: str, geo: Geometry, day: date, slabs: list[An
     return written, reports
 
 
+def _telemetry_days(url: str, step: str, geo: Geometry, nodes: dict[str, int], metrics: dict[str, int],
+                    plans: list[tuple[date, list[Any], list[Region], Any]]) -> list[tuple[list[Any], list[ScanReport]]]:
+    """Several telemetry days in one task, one after the other (:func:`_telemetry_day` each, in the given order).
+
+    Each plan is ``(day, slabs, regions, fork)``: one fork of the day's session takes all its regions (written
+    in turn by this one process), so one small object per day crosses the process boundary each way. Grouping
+    days pays the task's fixed costs (scheduling, the fork's storage client in a fresh process) once per group.
+    """
+    return [_telemetry_day(url, step, geo, day, slabs, nodes, metrics, regions, [fork] * len(regions))
+            for day, slabs, regions, fork in plans]
+
+
+MAX_DAYS_PER_TASK = 3
+"""Largest group of :func:`day_groups` (commits follow a group's end; workers that join late still get work)."""
+
+
+def day_groups(days: list[date], workers: int, max_size: int = MAX_DAYS_PER_TASK) -> list[list[date]]:
+    """Consecutive groups of ``days`` for whole-day tasks: one per worker, at most ``max_size`` days each, even.
+
+    7 days on 4 workers -> 2, 2, 2, 1 days: the same number of rounds as one day per task (the wall is set
+    by the largest group), with 4 tasks instead of 7; 7 days on 1 worker -> 3, 2, 2.
+    """
+    n = len(days)
+    k = max(1, min(n, max(workers, -(-n // max(1, max_size)))))
+    size, extra = divmod(n, k)
+    out, i = [], 0
+    for g in range(k):
+        m = size + (1 if g < extra else 0)
+        out.append(days[i:i + m])
+        i += m
+    return [g for g in out if g]
+
+
 def _write_stats(url: str, step: str, geo: Geometry, region: Region, fork: Any, stats: WindowStats,
                  t0: float) -> tuple[int, int, float, Any]:
     spec = spec_for(TELEMETRY, step)
@@ -239,9 +272,10 @@ def build_days(
     workers = max(1, len(client.scheduler_info().get("workers", {})))
     if day_tasks is None:
         day_tasks = not str(client.scheduler.address).startswith("inproc://")
-    pending: list[tuple[date, float, list[str], list[Any], Any, Any]] = []
+    pending: list[tuple[date, float, list[str], list[Any], Any, Any]] = []  # reports: futures, or index in a group
     ic_repo = repo.open_repo(store, spec.key)
     conflicted: list[date] = []
+    sessions_ahead: dict[date, Any] = {}  # sessions of the later days of a group, made when the group is submitted
 
     def finish(entry: tuple[date, float, list[str], list[Any], Any, Any]) -> None:
         try:
@@ -254,8 +288,8 @@ def build_days(
 
     def _finish(entry: tuple[date, float, list[str], list[Any], Any, Any]) -> None:
         day, t0, files, writes, reports, session = entry
-        if reports is None:  # one task built the day: it returns (writes, scan reports)
-            written, scan_reports = client.gather(writes)[0]
+        if isinstance(reports, int):  # a group task built the day (and others): its entry `reports` of the result
+            written, scan_reports = client.gather(writes)[0][reports]
         else:
             written, scan_reports = client.gather(writes), client.gather(reports)
         forks = list({id(w[3]): w[3] for w in written}.values())
@@ -290,16 +324,26 @@ def build_days(
             return
         results.append(DayResult(kind, day, "built", payload, len(writes), time.perf_counter() - t0))
 
+    # whole-day tasks: consecutive days grouped into at most `workers` tasks (see day_groups)
+    group_of = {d: g for g in (day_groups(list(day_files), workers) if kind == TELEMETRY and day_tasks else [])
+                for d in g}
+    group_futures: dict[date, Any] = {}
     for day, files in day_files.items():
         t0 = time.perf_counter()
         regions = [Region(day, b) for b in batches(n_nodes, geo.node_chunk)]
         pre = f"{kind}-{day.isoformat()}-{tok}"
-        session = ic_repo.writable_session(repo.BRANCH)
+        session = sessions_ahead.pop(day) if day in sessions_ahead else ic_repo.writable_session(repo.BRANCH)
         if kind == TELEMETRY and day_tasks:
-            forks = [session.fork() for _ in regions]
-            writes = [client.submit(_telemetry_day, url, step, geo, day, plan_slabs(store, files, slab_rows), node_idx,
-                                    metric_idx, regions, forks, key=f"day-{pre}", pure=False)]
-            reports = None
+            group = group_of[day]
+            if day == group[0]:
+                plans = [(d, plan_slabs(store, day_files[d], slab_rows),
+                          [Region(d, b) for b in batches(n_nodes, geo.node_chunk)],
+                          (session if d == day else sessions_ahead.setdefault(d, ic_repo.writable_session(repo.BRANCH))).fork())
+                         for d in group]
+                group_futures[day] = client.submit(_telemetry_days, url, step, geo, node_idx, metric_idx, plans,
+                                                   key=f"days-{pre}-{len(group)}", pure=False)
+            writes = [group_futures[group[0]]]
+            reports = group.index(day)
         elif kind == TELEMETRY:
             slabs = plan_slabs(store, files, slab_rows)
             scans = [
@@ -325,7 +369,8 @@ def build_days(
         # start the next day only while the older days in flight keep fewer scans than there are workers:
         # every scan holds a full-day window state, so this bounds memory for any range length
         while len(pending) > 1 and (
-            sum(1 if e[4] is None else len(e[4]) for e in pending[:-1]) >= workers
+            len({id(e[3][0]) for e in pending[:-1] if isinstance(e[4], int)})
+            + sum(len(e[4]) for e in pending[:-1] if not isinstance(e[4], int)) >= workers
             or (max_days_in_flight and len(pending) > max_days_in_flight)
         ):
             wait(pending[0][3])
