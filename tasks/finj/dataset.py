@@ -49,10 +49,23 @@ class Raw:
     missing: np.ndarray | None = None
     """Per grid second: no sample was taken (the row repeats the previous sample). Windows with more than
     :data:`MAX_MISSING` missing seconds are dropped (a stalled sampler gives no feature set)."""
+    cores: tuple[int, ...] = ()
+    """The cores that get per-core feature sets (the campaign's cores, :func:`campaign_view`); ``()`` = all."""
+
+    @property
+    def core_ids(self) -> tuple[int, ...]:
+        """The cores with per-core feature sets."""
+        return self.cores or tuple(range(self.n_cores))
 
 
-def read_raw(campaign: Path, max_bytes: int = 4 * 2**30) -> Raw:
-    """Read ``raw.csv`` and ``events.csv`` of a campaign (regular files only)."""
+VIEWS = ("campaign", "node")
+"""How node-level CPU metrics are read (:func:`campaign_view`): ``campaign`` (default) or ``node`` (raw /proc/stat)."""
+
+
+def read_raw(campaign: Path, max_bytes: int = 4 * 2**30, view: str = "campaign") -> Raw:
+    """Read ``raw.csv`` and ``events.csv`` of a campaign (regular files only); ``view`` see :func:`campaign_view`."""
+    if view not in VIEWS:
+        raise ValueError(f"view must be one of {VIEWS}, got {view!r}")
     import pandas as pd
 
     from nodewatch.tasks.core.files import UnsafeInputError, open_regular
@@ -110,7 +123,63 @@ def read_raw(campaign: Path, max_bytes: int = 4 * 2**30) -> Raw:
                 except (KeyError, TypeError, ValueError):
                     raise CampaignError(f"exclude.csv: bad row {row} (start,end,reason in epoch seconds)") from None
                 excluded.append((a, b))
-    return add_derived(Raw(t0, metric_cols, grid, events, (max(cores) + 1) if cores else 1, tuple(excluded), missing))
+    raw = Raw(t0, metric_cols, grid, events, (max(cores) + 1) if cores else 1, tuple(excluded), missing)
+    if view == "campaign":
+        raw = campaign_view(raw, campaign_cores(campaign, raw.n_cores))
+    return add_derived(raw)
+
+
+def campaign_cores(campaign: Path, n_cores: int) -> tuple[int, ...]:
+    """The cores the campaign ran on (``cores`` of its ``summary.json``, written by the engine from its CPU
+    affinity: ``taskset -c 1`` makes a 1-core target node); all ``n_cores`` when unknown (older campaigns)."""
+    import json
+
+    try:
+        doc = json.loads((campaign / "summary.json").read_text())
+        cores = tuple(sorted({int(c) for c in doc.get("cores") or ()}))
+    except (OSError, ValueError, TypeError, AttributeError):
+        cores = ()
+    cores = tuple(c for c in cores if 0 <= c < n_cores)
+    return cores or tuple(range(n_cores))
+
+
+def campaign_view(raw: Raw, cores: tuple[int, ...]) -> Raw:
+    """The node as the campaign's job sees it, for a shared machine (``view="campaign"``, the default):
+
+    * CPU time of niced processes (the ``nice`` column of ``/proc/stat``: other tenants' ``nice 19`` work) counts
+      as ``idle``, node-wide and per core: the tenants are not part of the node's signal (a campaign runs at
+      nice <= 0, so its own time is ``user``/``sys``); ``procstat.nice`` is then constant and dropped;
+    * with a campaign pinned to some cores (``cores`` a strict subset), the node-level ``procstat`` CPU fields
+      are the sums over those cores and only those cores get per-core feature sets (the other cores'
+      ``#k`` columns are dropped): a 1-core target node on a 2-core machine.
+
+    Memory, load, disk and network metrics stay node-wide (the kernel does not split them by tenant; the
+    run's ``apps`` cgroup metrics are the job's own share)."""
+    from nodewatch.tasks.finj.sampler import STAT_FIELDS
+
+    col = {c: i for i, c in enumerate(raw.columns)}
+    vals = raw.values.copy()
+    suffixes = [""] + [f"#{k}" for k in range(raw.n_cores)]
+    for sfx in suffixes:
+        n, i = col.get(f"procstat.nice{sfx}"), col.get(f"procstat.idle{sfx}")
+        if n is not None and i is not None:
+            vals[:, i] += vals[:, n]
+            vals[:, n] = 0.0
+    subset = tuple(sorted(set(cores))) != tuple(range(raw.n_cores))
+    if not subset:
+        return Raw(raw.t0, raw.columns, vals, raw.events, raw.n_cores, raw.excluded, raw.missing, ())
+    for f in STAT_FIELDS:
+        node = col.get(f"procstat.{f}")
+        per = [col.get(f"procstat.{f}#{k}") for k in cores]
+        if node is not None and all(j is not None for j in per):
+            vals[:, node] = vals[:, per].sum(axis=1)
+    keep = [
+        j
+        for j, c in enumerate(raw.columns)
+        if "#" not in c or not c.rsplit("#", 1)[1].isdigit() or int(c.rsplit("#", 1)[1]) in cores
+    ]
+    cols = [raw.columns[j] for j in keep]
+    return Raw(raw.t0, cols, vals[:, keep], raw.events, raw.n_cores, raw.excluded, raw.missing, tuple(cores))
 
 
 EXCLUDED_PREFIXES = ("cgroup.faults.",)
@@ -136,7 +205,7 @@ def add_derived(raw: Raw) -> Raw:
             return None
         return raw.values[:, idx].sum(axis=1)
 
-    pairs = [("", "cgroup.apps.cpu_usage")] + [(f"#{k}", f"cgroup.apps.cpu_usage#{k}") for k in range(raw.n_cores)]
+    pairs = [("", "cgroup.apps.cpu_usage")] + [(f"#{k}", f"cgroup.apps.cpu_usage#{k}") for k in raw.core_ids]
     for suffix, job in pairs:
         b = busy(suffix)
         if b is None or job not in col:
@@ -146,7 +215,14 @@ def add_derived(raw: Raw) -> Raw:
     if not cols:
         return raw
     return Raw(
-        raw.t0, [*raw.columns, *names], np.column_stack([raw.values, *cols]), raw.events, raw.n_cores, raw.excluded, raw.missing
+        raw.t0,
+        [*raw.columns, *names],
+        np.column_stack([raw.values, *cols]),
+        raw.events,
+        raw.n_cores,
+        raw.excluded,
+        raw.missing,
+        raw.cores,
     )
 
 
@@ -218,7 +294,7 @@ def choose_layout(raw: Raw, allocated: bool = True, levels: str = "all") -> Feat
     var = (raw.values.std(axis=0) > 0) & np.array([not c.startswith(EXCLUDED_PREFIXES) for c in raw.columns], bool)
     node = [c for c, v in zip(raw.columns, var, strict=True) if "#" not in c and v]
     core_bases = sorted({c.split("#", 1)[0] for c, v in zip(raw.columns, var, strict=True) if "#" in c and v})
-    core = [b for b in core_bases if all(f"{b}#{k}" in raw.columns for k in range(raw.n_cores))]
+    core = [b for b in core_bases if all(f"{b}#{k}" in raw.columns for k in raw.core_ids)]
     counters = frozenset(c for c in node + core if is_counter(c) or (levels == "derivative" and c.startswith(LEVEL_PREFIXES)))
     lead = ("allocated",) if allocated else ()
     return FeatureLayout((*lead, *node), (*lead, *core), counters)
@@ -242,7 +318,7 @@ def matrices(raw: Raw, layout: FeatureLayout) -> tuple[np.ndarray, list[np.ndarr
     if "allocated" in layout.node:
         node_x[:, layout.node.index("allocated")] = alloc_node
     cores = []
-    for k in range(raw.n_cores):
+    for k in raw.core_ids:
         cx = take([f"{b}#{k}" for b in layout.core])
         if "allocated" in layout.core:
             cx[:, layout.core.index("allocated")] = alloc_core[:, k]
@@ -250,9 +326,11 @@ def matrices(raw: Raw, layout: FeatureLayout) -> tuple[np.ndarray, list[np.ndarr
     return node_x, cores
 
 
-def build(campaign: Path, layout: FeatureLayout | None = None, window: int = WINDOW, step: int = STEP) -> Dataset:
+def build(
+    campaign: Path, layout: FeatureLayout | None = None, window: int = WINDOW, step: int = STEP, view: str = "campaign"
+) -> Dataset:
     """Read a campaign and compute every window's per-core feature sets and labels."""
-    return build_raw(read_raw(campaign), layout, window, step)
+    return build_raw(read_raw(campaign, view=view), layout, window, step)
 
 
 def build_raw(raw: Raw, layout: FeatureLayout | None = None, window: int = WINDOW, step: int = STEP) -> Dataset:

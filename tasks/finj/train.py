@@ -82,12 +82,14 @@ class Experiment:
     confusion_classes: list[str] | None = None
 
 
-def combine(campaigns: Sequence[Path], source: str = "raw", store=None, levels: str = "all") -> tuple[Dataset, list[int]]:
+def combine(
+    campaigns: Sequence[Path], source: str = "raw", store=None, levels: str = "all", view: str = "campaign"
+) -> tuple[Dataset, list[int]]:
     """Feature sets of several campaigns with one layout (the first campaign's), concatenated in time order.
 
     ``source="raw"``: the sampler's ``raw.csv`` (every /proc field, per core, ``allocated``);
     ``source="staged"``: the campaign's telemetry as staged in ``store`` by ``nodewatch ingest telemetry``
-    (catalogue metrics, no ``allocated``; see ``staged.py``)."""
+    (catalogue metrics, no ``allocated``; see ``staged.py``). ``view``: ``dataset.campaign_view`` (raw source)."""
     if source == "staged":
         from nodewatch.tasks.finj.staged import campaign_span, raw_from_staged
 
@@ -98,8 +100,8 @@ def combine(campaigns: Sequence[Path], source: str = "raw", store=None, levels: 
         layout = choose_layout(raws[0], allocated=False)
         parts = [build_raw(r, layout) for r in raws]
     elif source == "raw":
-        layout = choose_layout(read_raw(campaigns[0]), levels=levels)
-        parts = [build(c, layout) for c in campaigns]
+        layout = choose_layout(read_raw(campaigns[0], view=view), levels=levels)
+        parts = [build(c, layout, view=view) for c in campaigns]
     else:
         raise ValueError(f"unknown source {source!r}: raw or staged")
     ds = parts[0]
@@ -243,7 +245,7 @@ def report_markdown(exps: Sequence[Experiment], top: Sequence[tuple[str, float]]
     """The F-score tables (overall and per fault, beside the paper's) and the top-20 DT features beside Table 2."""
     lines = [
         f"# Fault classification: {info.get('campaigns', '')} "
-        f"({info.get('source', 'raw')} features, levels: {info.get('levels', 'all')})",
+        f"({info.get('source', 'raw')} features, levels: {info.get('levels', 'all')}, view: {info.get('view', 'node')})",
         "",
     ]
     lines += [
@@ -312,6 +314,7 @@ def train(
     progress: Callable[[str], None] | None = None,
     source: str = "raw",
     levels: str = "all",
+    view: str = "campaign",
 ) -> dict[str, Any]:
     """Evaluate and store a fault classifier (see module doc); returns the summary (also in ``metrics.json``)."""
     from nodewatch.tasks.core.runs import RunRecorder
@@ -319,16 +322,24 @@ def train(
     rec = RunRecorder(
         store,
         "finj_train",
-        {"campaigns": [str(c) for c in campaigns], "models": list(models), "seed": seed, "source": source, "levels": levels},
+        {
+            "campaigns": [str(c) for c in campaigns],
+            "models": list(models),
+            "seed": seed,
+            "source": source,
+            "levels": levels,
+            "view": view,
+        },
     )
     rec.write()
     with rec.step("features"):
-        ds, sizes = combine(campaigns, source, store, levels)
+        ds, sizes = combine(campaigns, source, store, levels, view)
     counts = {CLASSES[c]: int(n) for c, n in enumerate(np.bincount(ds.mode, minlength=len(CLASSES))) if n}
     info = {
         "campaigns": ", ".join(Path(c).name for c in campaigns),
         "source": source,
         "levels": levels,
+        "view": view,
         "windows": int(len(ds.ends)),
         "ambiguous": int(ds.ambiguous.sum()),
         "features": len(ds.names),

@@ -62,6 +62,9 @@ def test_run_refuses_bad_arguments(tmp_path: Path, store: Path) -> None:
         ["finj", "run", str(tmp_path / "w.csv"), "--out", str(tmp_path / "o"), "--node", "../x"], store
     )
     assert "cannot open" in _err(["finj", "run", str(tmp_path / "missing.csv"), "--out", str(tmp_path / "o")], store)
+    assert "--cpu-shares must be in 0..262144" in _err(
+        ["finj", "run", str(tmp_path / "w.csv"), "--out", str(tmp_path / "o"), "--cpu-shares", "300000"], store
+    )
     (tmp_path / "bin.csv").write_bytes(b"\xff\xfe\x00garbage")
     assert "bin.csv" in _err(["finj", "run", str(tmp_path / "bin.csv"), "--out", str(tmp_path / "o")], store)
 
@@ -75,6 +78,8 @@ def test_run_refuses_bad_arguments(tmp_path: Path, store: Path) -> None:
         (["--fault-gap", "-5"], "--fault-gap must be > 0"),
         (["--fault-duration", "5"], "--fault-duration must be >= 20"),
         (["--cores", "-3"], "--cores must be in 1..4096"),
+        (["--cores", "2", "--pin", "2"], "--pin: core 2 out of range"),
+        (["--pin", "1-x"], "--pin: invalid cores"),
         (["--span", "abc"], "Invalid value"),
     ],
 )
@@ -99,6 +104,7 @@ def test_train_refuses_bad_arguments(tmp_path: Path, store: Path) -> None:
     assert "--models: unknown xgb" in _err(["finj", "train", str(tmp_path), "--models", "rf,xgb"], store)
     assert "--source must be raw or staged" in _err(["finj", "train", str(tmp_path), "--source", "cloud"], store)
     assert "--levels must be all or derivative" in _err(["finj", "train", str(tmp_path), "--levels", "abs"], store)
+    assert "--view must be campaign or node" in _err(["finj", "train", str(tmp_path), "--view", "tenant"], store)
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "raw.csv").write_text("#Time,Time_usec,ProducerName,component_id,job_id,a\n1,0,n,0,0,1\n" * 2)
     (tmp_path / "x" / "events.csv").write_text("time,event,seq,is_fault,program,low,cores,pid,status,detail\n")
