@@ -184,6 +184,13 @@ def train_cmd(
             "enter as changes per second (robust to other users of a shared machine)."
         ),
     ] = "all",
+    view: Annotated[
+        str,
+        typer.Option(
+            help="campaign: other tenants' niced CPU time counts as idle and CPU metrics cover only the campaign's "
+            "cores (summary.json); node: raw /proc/stat of the whole machine (the paper's view)."
+        ),
+    ] = "campaign",
     as_json: JsonOpt = False,
 ) -> None:
     """Cross-validate RF/DT/SVC/NN on campaign windows, print F-score tables, store the RF in models/finj/."""
@@ -201,6 +208,8 @@ def train_cmd(
         raise UserError(f"--source must be raw or staged, got {source!r}")
     if levels not in ("all", "derivative"):
         raise UserError(f"--levels must be all or derivative, got {levels!r}")
+    if view not in ("campaign", "node"):
+        raise UserError(f"--view must be campaign or node, got {view!r}")
     for c in campaigns:
         if not c.is_dir() or c.is_symlink():
             raise UserError(f"{c}: not a campaign directory")
@@ -213,6 +222,7 @@ def train_cmd(
             progress=None if as_json else lambda s: err_console.print(f"cv: {s}"),
             source=source,
             levels=levels,
+            view=view,
         )
     except CampaignError as e:
         raise UserError(str(e)) from None
