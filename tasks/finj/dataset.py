@@ -125,13 +125,14 @@ def read_raw(campaign: Path, max_bytes: int = 4 * 2**30, view: str = "campaign")
                 excluded.append((a, b))
     raw = Raw(t0, metric_cols, grid, events, (max(cores) + 1) if cores else 1, tuple(excluded), missing)
     if view == "campaign":
-        raw = campaign_view(raw, campaign_cores(campaign, raw.n_cores))
+        raw = campaign_view(raw, campaign_cores(campaign, raw.n_cores, events))
     return add_derived(raw)
 
 
-def campaign_cores(campaign: Path, n_cores: int) -> tuple[int, ...]:
-    """The cores the campaign ran on (``cores`` of its ``summary.json``, written by the engine from its CPU
-    affinity: ``taskset -c 1`` makes a 1-core target node); all ``n_cores`` when unknown (older campaigns)."""
+def campaign_cores(campaign: Path, n_cores: int, events: list[dict[str, str]] = ()) -> tuple[int, ...]:
+    """The cores the campaign ran on: ``cores`` of its ``summary.json`` (written by the engine at the end from its
+    CPU affinity: ``taskset -c 1`` makes a 1-core target node); for a campaign still running (no summary), the
+    cores its started tasks name if every one names some; else all ``n_cores`` (older campaigns)."""
     import json
 
     try:
@@ -139,6 +140,13 @@ def campaign_cores(campaign: Path, n_cores: int) -> tuple[int, ...]:
         cores = tuple(sorted({int(c) for c in doc.get("cores") or ()}))
     except (OSError, ValueError, TypeError, AttributeError):
         cores = ()
+    if not cores:
+        named = [e.get("cores") or "" for e in events if e.get("event") == "start"]
+        if named and all(c.strip() for c in named):
+            try:
+                cores = tuple(sorted({int(c) for n in named for c in n.split()}))
+            except ValueError:
+                cores = ()
     cores = tuple(c for c in cores if 0 <= c < n_cores)
     return cores or tuple(range(n_cores))
 

@@ -72,8 +72,11 @@ def test_campaign_view_by_hand(tmp_path: Path) -> None:
     dn = np.diff(node.values, axis=0)[150]
     nc = {c: i for i, c in enumerate(node.columns)}
     assert dn[nc["procstat.nice"]] == pytest.approx(0.5) and node.core_ids == (0, 1)
-    # without summary.json cores (older campaigns): every core, nice still folded into idle
+    # no summary.json (a campaign still running): the cores its tasks name; a task on all cores: every core
     camp2 = _campaign(tmp_path / "c2", np.full(N, 0.2), None)
+    assert read_raw(camp2).core_ids == (1,)
+    ev = (camp2 / "events.csv").read_text()
+    (camp2 / "events.csv").write_text(ev.replace("start,1,False,dgemm,False,1,", "start,1,False,dgemm,False,,"))
     assert read_raw(camp2).core_ids == (0, 1)
     with pytest.raises(ValueError):
         read_raw(camp, view="tenant")
