@@ -78,6 +78,9 @@ export AWS_SECRET_ACCESS_KEY=$s3_secret
 export AWS_ENDPOINT_URL=http://127.0.0.1:$S3_PORT
 export AWS_DEFAULT_REGION=us-east-1
 export AWS_EC2_METADATA_DISABLED=true
+# moto assembles a multipart upload in Python: a 500-MB staged part of 2,000 nodes took > 60 s under load,
+# botocore's read timeout, and its retry then got a 500 (the upload id already consumed). Wait longer.
+export FSSPEC_S3='{"config_kwargs": {"read_timeout": 900}}'
 export NODEWATCH_LOCAL_BUCKET=$BUCKET
 export NODEWATCH_LOCAL_PG_URL=postgresql+asyncpg://nodewatch:$pg_pw@127.0.0.1:$PG_PORT/prefect
 export SLURM_CONF=$BASE/slurm/slurm.conf
