@@ -156,13 +156,14 @@ MAX_DAYS_PER_TASK = 3
 """Largest group of :func:`day_groups` (commits follow a group's end; workers that join late still get work)."""
 
 
-def day_groups(days: list[date], workers: int, max_size: int = MAX_DAYS_PER_TASK) -> list[list[date]]:
+def day_groups(days: list[date], workers: int, max_size: int | None = None) -> list[list[date]]:
     """Consecutive groups of ``days`` for whole-day tasks: one per worker, at most ``max_size`` days each, even.
 
     7 days on 4 workers -> 2, 2, 2, 1 days: the same number of rounds as one day per task (the wall is set
     by the largest group), with 4 tasks instead of 7; 7 days on 1 worker -> 3, 2, 2.
     """
     n = len(days)
+    max_size = MAX_DAYS_PER_TASK if max_size is None else max_size  # read at call time (benchmarks set it to 1)
     k = max(1, min(n, max(workers, -(-n // max(1, max_size)))))
     size, extra = divmod(n, k)
     out, i = [], 0
