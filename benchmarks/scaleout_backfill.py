@@ -7,8 +7,10 @@ in one run, from copies of one staged store:
 2. reference: the default local cluster (2 workers × 2 threads: what one 2-core host gives);
 3. Slurm: ``NODEWATCH_DASK=slurm`` with ``--jobs`` single-thread workers as sbatch jobs of the one-host
    cluster of ``infra/local/cluster.sh`` (source its env file first: ``. "$(infra/local/cluster.sh env)"``);
-   the workers are other processes, so each day is one task (``build_days(day_tasks=None)``: no window
-   state crosses processes).
+   the workers are other processes, so whole days are tasks (``build_days(day_tasks=None)``: no window
+   state crosses processes), consecutive days grouped, one group per worker (``day_groups``, since 28 Nov);
+4. with ``--day-per-task``: Slurm again with one day per task (``MAX_DAYS_PER_TASK = 1``: the layout before
+   28 Nov, less its one fork per region) to show what grouping days gains, on the same cluster size.
 
 Each layout first builds one throwaway day (imports, JIT) untimed. Every build's chunks are compared
 byte for byte with the baseline's. Prints the walls and
@@ -61,6 +63,15 @@ def build(root: Path, warm: Path, days: int, where: str, workers: int) -> float:
         build_days(st, "telemetry", ds, c, node_batch=32)
         return time.perf_counter() - t
 
+    if where == "slurm-day-per-task":
+        from nodewatch.tasks.cubes import build as build_mod
+
+        old, build_mod.MAX_DAYS_PER_TASK = build_mod.MAX_DAYS_PER_TASK, 1
+        try:
+            with dask_client("slurm", n_workers=workers) as c:
+                return timed(c)
+        finally:
+            build_mod.MAX_DAYS_PER_TASK = old
     if where == "one-local":
         from distributed import Client, LocalCluster
 
@@ -79,6 +90,7 @@ def main() -> None:
     ap.add_argument("--metrics", type=int, default=20)
     ap.add_argument("--freq", default="1min")
     ap.add_argument("--jobs", type=int, default=4, help="Slurm worker jobs (one thread each)")
+    ap.add_argument("--day-per-task", action="store_true", help="also time Slurm with one day per task")
     args = ap.parse_args()
     from nodewatch.tasks.core.store import Store
     from nodewatch.tasks.cubes.repo import chunk_bytes
@@ -90,20 +102,23 @@ def main() -> None:
         print(f"staged {args.days} days x {args.nodes} nodes x {args.metrics} metrics ({args.freq}) in "
               f"{time.perf_counter() - t:.1f} s; load {os.getloadavg()[0]:.2f}", flush=True)
         walls, chunks = {}, {}
-        for where in ("one-local", "local", "slurm"):
-            if where == "slurm" and not os.environ.get("SLURM_CONF") and not shutil.which("sbatch"):
+        for where in ("one-local", "local", "slurm", *(["slurm-day-per-task"] if args.day_per_task else [])):
+            if where.startswith("slurm") and not os.environ.get("SLURM_CONF") and not shutil.which("sbatch"):
                 print("slurm: no SLURM_CONF/sbatch (source the env of infra/local/cluster.sh): skipped")
                 continue
             root = base / where
             shutil.copytree(base / "staged", root)
             shutil.copytree(base / "staged", base / f"{where}-warm")
-            walls[where] = build(root, base / f"{where}-warm", args.days, where, args.jobs if where == "slurm" else 2)
+            walls[where] = build(root, base / f"{where}-warm", args.days, where,
+                                 args.jobs if where.startswith("slurm") else 2)
             chunks[where] = chunk_bytes(Store(str(root)), "telemetry.zarr")
             print(f"{where:10s} {walls[where]:7.1f} s  (load {os.getloadavg()[0]:.2f})", flush=True)
         same = all(chunks[w] == chunks["one-local"] for w in chunks)
         print(f"chunks identical across layouts: {same} ({len(chunks['one-local'])} chunks)")
         if "slurm" in walls:
             print(f"slurm vs local 2x2 threads: {walls['local'] / walls['slurm']:.2f}x")
+            if "slurm-day-per-task" in walls:
+                print(f"slurm, days grouped vs one day per task: {walls['slurm-day-per-task'] / walls['slurm']:.2f}x")
             print(f"ratio={walls['one-local'] / walls['slurm']:.2f}")
         if not same:
             raise SystemExit("chunks differ between layouts")
