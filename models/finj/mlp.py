@@ -81,10 +81,14 @@ class TorchMLP:
         import torch
 
         self.net_.eval()
-        with torch.no_grad():
-            torch.set_num_threads(self.threads)
-            z = self.net_(torch.from_numpy(((x - self.mu_) / self.sd_).astype(np.float32)))
-            return torch.softmax(z, dim=1).numpy().astype(np.float64)
+        before = torch.get_num_threads()
+        torch.set_num_threads(self.threads)
+        try:
+            with torch.no_grad():
+                z = self.net_(torch.from_numpy(((x - self.mu_) / self.sd_).astype(np.float32)))
+                return torch.softmax(z, dim=1).numpy().astype(np.float64)
+        finally:
+            torch.set_num_threads(before)  # the caller's thread count, as after fit
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """Most probable class of each sample."""

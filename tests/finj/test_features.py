@@ -109,9 +109,17 @@ def test_torch_mlp_learns_and_standardises() -> None:
     x = rng.normal(size=(300, 20))
     x[:, 0] = y * 1e6 + rng.normal(0, 2e5, 300)  # informative feature on a huge scale: needs standardising
     x[:, 1] = 7.0  # constant feature
-    m = TorchMLP(hidden=(32, 32), epochs=100).fit(x[:200], y[:200])
-    assert set(m.classes_.tolist()) == {1, 3, 5}
-    assert (m.predict(x[200:]) == y[200:]).mean() > 0.9
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        m = TorchMLP(hidden=(32, 32), epochs=100).fit(x[:200], y[:200])
+        assert set(m.classes_.tolist()) == {1, 3, 5}
+        assert (m.predict(x[200:]) == y[200:]).mean() > 0.9
+        assert torch.get_num_threads() == 2  # fit and predict (one thread inside) restore the caller's count
+    finally:
+        torch.set_num_threads(before)
     p = m.predict_proba(x[200:])
     assert p.shape == (100, 3) and np.allclose(p.sum(axis=1), 1.0, atol=1e-5)
     nn = make("nn")
