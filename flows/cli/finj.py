@@ -108,7 +108,9 @@ def run_cmd(
     out: Annotated[Path, typer.Option(help="Campaign directory to create (must be new or empty).")],
     node: Annotated[str | None, typer.Option(help="Node name written as ProducerName (default: this host).")] = None,
     sample: Annotated[bool, typer.Option(help="Run the 1-s sampler during the campaign.")] = True,
-    mlock: Annotated[bool, typer.Option(help="Lock the sampler's memory (root, ~270 MB): it samples on a thrashing machine.")] = True,
+    mlock: Annotated[
+        bool, typer.Option(help="Lock the sampler's memory (root, ~270 MB): it keeps sampling on a thrashing machine.")
+    ] = True,
     cpu_shares: Annotated[
         int, typer.Option(help="CPU weight of the campaign's cgroup (cpu.shares, 0 = default 1024); high: it owns its cores.")
     ] = 0,
