@@ -21,14 +21,15 @@ def _lines_in_precursors(rate: float) -> tuple[int, int, float]:
     ev = s.node_events(nodes)
     inside = total = 0
     span = 0.0
+    local = {s.topo.names[int(n)]: i for i, n in enumerate(nodes)}
+    wins = [[(a, z) for a, z, _ in e.precursors] for e in ev]
     for day in (0, 1):
         for line in render_rack(s, ev, nodes, day, "5424"):
             p = line.split(" ", 3)
-            node = s.topo.names.index(p[2])
             hh, mm, ss = p[1][11:19].split(":")
             t = day * 86400 + int(hh) * 3600 + int(mm) * 60 + float(ss)
             total += 1
-            inside += any(a <= t < z for a, z, _ in ev[list(nodes).index(node)].precursors)
+            inside += any(a <= t < z for a, z in wins[local[p[2]]])
     for e in ev:
         span += sum(min(z, 2 * 86400) - max(a, 0) for a, z, _ in e.precursors if z > 0 and a < 2 * 86400)
     return inside, total, span
