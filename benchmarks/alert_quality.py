@@ -251,8 +251,10 @@ def prepare(seed: int, size: int, history: int, nights: int, clean: bool = False
 
 
 def run_cluster(seed: int, size: int, history: int, nights: int, epochs: int, with_ruad: bool,
-                clean: bool = False, cache: Path | None = None, running_jobs: bool = False) -> list[dict[str, object]]:
-    """Judge the nights of one prepared cluster with the three methods, return one row per (night, method)."""
+                clean: bool = False, cache: Path | None = None, running_jobs: bool = False,
+                vcfg: object | None = None) -> list[dict[str, object]]:
+    """Judge the nights of one prepared cluster with the three methods, return one row per (night, method).
+    ``vcfg``: the verdicts' :class:`~nodewatch.models.anomaly.verdicts.VerdictConfig` (default: its defaults)."""
     from nodewatch.models.anomaly.verdicts import VerdictConfig
     from nodewatch.models.anomaly.vicinity import own_history_baseline
     from nodewatch.tasks.anomaly.verdicts import judge_day
@@ -287,7 +289,7 @@ def run_cluster(seed: int, size: int, history: int, nights: int, epochs: int, wi
             # what the nightly run has staged: the sacct files up to the night (jobs that ended by midnight);
             # --running-jobs adds the jobs still running at midnight (a sacct --state=RUNNING dump, not staged today)
             known = jobs if running_jobs else jobs[pd.to_datetime(jobs["end_time"], utc=True) < days[nd + 1]]
-            res = judge_day(hist["mean"], ht, night["mean"], nt, nodes, metrics, racks, archs, known, WINDOW)
+            res = judge_day(hist["mean"], ht, night["mean"], nt, nodes, metrics, racks, archs, known, WINDOW, vcfg)
             t_v = time.perf_counter() - t0
             vnodes = {n for r in res["rows"] for n in r["members"]}
             methods = {"verdicts": (res["window_flags"], vnodes, t_v)}
@@ -390,13 +392,18 @@ def main() -> None:
     ap.add_argument("--running-jobs", action="store_true",
                     help="also give the verdicts the jobs still running at midnight (the nightly run stages only ended jobs)")
     ap.add_argument("--cache", type=Path, default=None, help="keep/re-use the simulated arrays here")
+    ap.add_argument("--pooled-fit", action="store_true",
+                    help="node thresholds from one tail fit of all held-back node-days (before the per-day fit)")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON lines here")
     a = ap.parse_args()
     t_all = time.perf_counter()
     rows = []
+    from nodewatch.models.anomaly.verdicts import VerdictConfig
+
+    vcfg = VerdictConfig(per_day_fit=not a.pooled_fit)
     for size in a.sizes:
         for seed in a.seeds:
-            rows += run_cluster(seed, size, a.history, a.nights, a.epochs, not a.no_ruad, a.clean, a.cache, a.running_jobs)
+            rows += run_cluster(seed, size, a.history, a.nights, a.epochs, not a.no_ruad, a.clean, a.cache, a.running_jobs, vcfg)
     df = pd.DataFrame(rows)
     if a.json:
         df.to_json(a.json, orient="records", lines=True, default_handler=str)

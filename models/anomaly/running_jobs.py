@@ -23,7 +23,10 @@ busy-like, with at most ``gap`` consecutive windows that are not (2). Nodes whos
 starts in the same window are one inferred multi-node job (the job vicinity of
 :func:`~nodewatch.models.anomaly.verdicts.evidence` then removes what they share); the window before the
 start (the job may have started in it), the start window and ``transition_windows`` after it are
-transitions, as for a known job.
+transitions, as for a known job. A node of such a job whose load moved off it before midnight has no trailing
+run; it joins the job when its busy-like run (at least 4 windows) starts in the job's start window and no known
+job covers it later (3, :func:`joiners`); its whole allocation is then judged against the envelope of its idle
+and busy references (a transition: its phase is unknown).
 
 What it cannot tell apart: a CPU hog that starts on an idle node and lasts past midnight looks like a
 single-node job started by the scheduler (it is found on the night it ends, or once the job table knows
@@ -92,17 +95,46 @@ def infer_running(x: np.ndarray, ref: Reference, busy: np.ndarray, transition: n
     multi-node job, whose indices follow the largest known one (``job.max() + 1`` ...).
     """
     b, tr, jb = np.array(busy, dtype=bool), np.array(transition, dtype=bool), np.array(job, dtype=np.int32)
-    start = trailing_run(busy_like(x, ref, clip), b, gap)
+    like = busy_like(x, ref, clip)
+    start = trailing_run(like, b, gap)
+    join = joiners(like, b, start)
     t = b.shape[1]
     starts: list[int] = []
     nxt = int(jb.max()) + 1 if jb.size else 0
     for s in sorted(set(start[start >= 0].tolist())):
         idx = np.flatnonzero(start == s)
-        b[idx, s:] = True
+        late = np.flatnonzero(join == s) if len(idx) >= 2 else np.zeros(0, dtype=np.int64)
+        both = np.concatenate([idx, late])
+        b[both, s:] = True
         if s > 0:  # the job started in window s - 1 (partly busy, not busy-like) or s
-            tr[idx, s - 1:min(s + 1 + transition_windows, t)] = True
+            tr[both, s - 1:min(s + 1 + transition_windows, t)] = True
+        tr[late, s:] = True  # Eq. 3: a joiner's phase is unknown: judged against the idle-busy envelope
         if len(idx) >= 2:
-            jb[idx, s:] = nxt
+            jb[both, s:] = nxt
             starts.append(s)
             nxt += 1
     return b, tr, jb, starts
+
+
+def joiners(like: np.ndarray, known: np.ndarray, start: np.ndarray, min_run: int = 4) -> np.ndarray:
+    """(node,) start window of a node that joins an inferred multi-node allocation (Eq. 3), -1 for none.
+
+    Nodes of one job start together, and a job that ended that day is in the staged table: a node without a
+    trailing run, or whose trailing run starts later, whose busy-like run of at least ``min_run`` windows
+    starts in the very window where two or more nodes' trailing runs (Eq. 2) start, with no known job from
+    there to the end of the day, is a node of that job that looked idle for a while before midnight (the
+    job's load moved off it). Measured on seed 3, night 1: cn0061 of a 16-node job started 01:49, busy-like
+    01:45-18:30 and from 20:00, not in 18:45-19:45; the other 15 nodes busy-like from 01:45 to midnight.
+    """
+    lk, kn = np.asarray(like, dtype=bool), np.asarray(known, dtype=bool)
+    st = np.asarray(start)
+    vals, counts = np.unique(st[st >= 0], return_counts=True)
+    group_starts = set(vals[counts >= 2].tolist())
+    out = np.full(lk.shape[0], -1, dtype=np.int64)
+    for i in np.flatnonzero(~np.isin(st, list(group_starts))):
+        for s in sorted(group_starts):
+            if (0 <= st[i] <= s) or kn[i, s:].any() or not lk[i, s:s + min_run].all() or (s > 0 and lk[i, s - 1]):
+                continue
+            out[i] = s
+            break
+    return out

@@ -116,13 +116,13 @@ def judge_day(hist: np.ndarray, hist_times: np.ndarray, night: np.ndarray, night
     cal = calibrate(held, cfg)
     b, tr, jb, names = job_grid(jobs, nodes, night_times, step, cfg.transition_windows)
     xn = log_transform(night, off)
-    inferred = 0
+    inferred, first_inferred = 0, len(names)
     if cfg.infer_running and not knows_running(jobs, night_times, step):
         b0 = b
         b, tr, jb, starts = infer_running(xn, ref, b, tr, jb, cfg.transition_windows)
         inferred = int((b & ~b0).any(axis=1).sum())
         names = names + [f"running since {pd.Timestamp(night_times[s]):%H:%M} (inferred)" for s in starts]
-    day = DayInputs(xn, b, tr, jb, racks, archs)
+    day = DayInputs(xn, b, tr, jb, racks, archs, first_inferred)
     ev = evidence(day, ref, cfg)
     rows, wflags = verdicts(ev, cal, day, nodes, metrics, night_times, cfg, model_scores, names)
     base = own_history_baseline(hist, night)
