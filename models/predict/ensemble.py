@@ -13,10 +13,13 @@ Voting:
   classifies positive; the first ``k`` networks (7, 6, ... minutes) give the ``kNN`` rows of
   Table 4.1 c) (:func:`unanimous`);
 * **LSTM** (Fig. 4.5): the thesis's LSTM has "six inputs (one per base NN), 4 hidden neurons and two
-  output neurons"; we feed it the six networks' failure probabilities as a sequence in lead order
-  (7 -> 2 minutes, one per step, as the networks classify one after the other), 4 hidden units and a
-  two-way softmax on the last state (:class:`LSTMVoter`). Its threshold is chosen from its ROC on
-  validation data (sec. 4.3.1 picks the point ``fpr = 4e-5``).
+  output neurons"; we feed it the six networks' outputs as a sequence in lead order (7 -> 2 minutes, one
+  per step, as the networks classify one after the other), 4 hidden units and a two-way softmax on the
+  last state (:class:`LSTMVoter`). The outputs enter as log-odds (:func:`voter_inputs`), not as
+  probabilities: float32 probabilities saturate at exactly 1.0, so every strong positive and every
+  persistent false alarm gave the voter the same input and the same score, and a threshold above that
+  tied score (needed for a tiny validation fpr) gave tpr 0 on test. Its threshold is chosen from its ROC
+  on validation data split by node-day (sec. 4.3.1 picks the point ``fpr = 4e-5``).
 """
 
 from __future__ import annotations
@@ -133,15 +136,24 @@ class LeadTimeEnsemble:
         if self.net_ is None or self.scaler_ is None:
             raise RuntimeError("LeadTimeEnsemble is not fitted: call fit() or load a registered model")
 
-    def predict_proba(self, x: np.ndarray, batch: int = 200_000) -> np.ndarray:
-        """Failure probability of each network for each sequence: (N, L)."""
+    def predict_logodds(self, x: np.ndarray, batch: int = 200_000) -> np.ndarray:
+        """Log-odds of failure of each network for each sequence (logit of "failure" minus logit of "ok"): (N, L).
+
+        The softmax of two outputs is ``sigmoid(log-odds)``; in float32 it is exactly 1.0 from a log-odds of ~17 on,
+        so every strongly positive sequence would look the same to the LSTM voter: it reads log-odds instead.
+        """
         self._check()
         out = []
         with torch.no_grad():
             for lo in range(0, len(x), batch):
                 z = torch.from_numpy(self.scaler_.transform(x[lo : lo + batch])).transpose(0, 1)
-                out.append(torch.softmax(self.net_(z), dim=-1)[..., 1].T.numpy())
-        return np.concatenate(out) if out else np.zeros((0, 0))
+                logits = self.net_(z)
+                out.append((logits[..., 1] - logits[..., 0]).T.numpy())
+        return np.concatenate(out) if out else np.zeros((0, 0), np.float32)
+
+    def predict_proba(self, x: np.ndarray, batch: int = 200_000) -> np.ndarray:
+        """Failure probability of each network for each sequence: (N, L) (softmax of the two outputs)."""
+        return logodds_to_proba(self.predict_logodds(x, batch))
 
     def state(self) -> dict[str, np.ndarray]:
         """Arrays to persist (weights, scaler)."""
@@ -175,49 +187,99 @@ def unanimous(proba: np.ndarray, k: int | None = None, threshold: float = 0.5) -
     return np.all(p[:, :k] > threshold, axis=1)
 
 
+def logodds_to_proba(logodds: np.ndarray) -> np.ndarray:
+    """``sigmoid`` of network log-odds = the failure output of the two-way softmax, float32."""
+    return (0.5 * (1.0 + np.tanh(0.5 * np.asarray(logodds, np.float64)))).astype(np.float32)
+
+
+VOTER_INPUT_SCALE = 10.0
+"""The voter reads ``clip(log-odds, -30, 30) / 10``: unsaturated, of order 1 for the LSTM's gates."""
+
+
+def voter_inputs(logodds: np.ndarray) -> np.ndarray:
+    """LSTM-voter input from the networks' log-odds (N, L)."""
+    return (np.clip(np.asarray(logodds, np.float32), -30.0, 30.0) / VOTER_INPUT_SCALE).astype(np.float32)
+
+
 @dataclass
 class VoterFit:
-    """A trained LSTM voter and its decision threshold on P(failure)."""
+    """A trained LSTM voter and its decision threshold on P(failure).
+
+    ``input`` is what the voter reads per step: ``"logodds"`` (:func:`voter_inputs`, the default) or ``"proba"``
+    (the networks' P(failure), predictors registered before the log-odds fix).
+    """
 
     model: LSTMVoter
     threshold: float
+    input: str = "logodds"
+
+    def score(self, logodds: np.ndarray) -> np.ndarray:
+        """The voter's P(failure) for the networks' log-odds (N, L)."""
+        inp = voter_inputs(logodds) if self.input == "logodds" else logodds_to_proba(logodds)
+        return voter_scores(self.model, inp)
+
+
+def _group_split(n: int, groups: np.ndarray | None, rng: np.random.Generator, share: float) -> tuple[np.ndarray, np.ndarray]:
+    """Indices (fit, validation): by group when ``groups`` is given (a node-day or a failure is never cut)."""
+    if groups is None:
+        perm = rng.permutation(n)
+        cut = int(share * n)
+        return perm[:cut], perm[cut:]
+    u = rng.permutation(np.unique(groups))
+    fit_groups = u[: int(share * len(u))]
+    m = np.isin(groups, fit_groups)
+    return np.flatnonzero(m), np.flatnonzero(~m)
+
+
+def threshold_at_fpr(scores_neg: np.ndarray, target_fpr: float) -> float:
+    """Lowest threshold ``t`` (decision ``score >= t``) with ``fpr <= target_fpr`` on the negatives' scores."""
+    neg = np.sort(np.asarray(scores_neg, np.float64))[::-1]
+    allowed = int(np.floor(target_fpr * len(neg)))
+    if allowed >= len(neg):
+        return 0.0
+    return float(np.nextafter(neg[allowed], np.inf))
 
 
 def fit_lstm_voter(
-    proba: np.ndarray, y: np.ndarray, target_fpr: float = 5e-5, epochs: int = 300, lr: float = 0.02, seed: int = 0
+    logodds: np.ndarray,
+    y: np.ndarray,
+    target_fpr: float = 5e-5,
+    epochs: int = 300,
+    lr: float = 0.02,
+    seed: int = 0,
+    groups: np.ndarray | None = None,
 ) -> VoterFit:
-    """Train the LSTM voter on network outputs (N, L) in sequence order; 60 % to fit, 40 % to pick the threshold.
+    """Train the LSTM voter on the networks' log-odds (N, L) in sequence order; 60 % fit, 40 % pick the threshold.
 
-    The threshold is the lowest with validation ``fpr <= target_fpr`` (sec. 4.3.1 reads it off the ROC).
+    The split is by ``groups`` (failure event / ok node-day) when given, so the threshold is chosen on node-days
+    the voter never saw, as it will be applied. The threshold is the lowest with validation ``fpr <= target_fpr``
+    (sec. 4.3.1 reads it off the ROC); it is never chosen on test data.
     """
-    p = np.asarray(proba, np.float32)
+    z = voter_inputs(logodds)
     y = np.asarray(y, np.int64)
-    if p.ndim != 2 or len(p) != len(y) or y.sum() < 2:
+    if z.ndim != 2 or len(z) != len(y) or y.sum() < 2:
         raise ValueError("need network outputs (N, L) and labels with at least two failures")
     rng = np.random.default_rng(seed)
-    perm = rng.permutation(len(y))
-    cut = int(0.6 * len(y))
-    tr, va = perm[:cut], perm[cut:]
+    tr, va = _group_split(len(y), groups, rng, 0.6)
+    if y[tr].sum() == 0 or y[va].sum() == 0 or (y[va] == 0).sum() == 0:
+        tr, va = _group_split(len(y), None, rng, 0.6)
     model = LSTMVoter(seed=seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
-    xt, yt = torch.from_numpy(p[tr]), torch.from_numpy(y[tr])
+    xt, yt = torch.from_numpy(z[tr]), torch.from_numpy(y[tr])
     w = torch.tensor([1.0, max(1.0, float((yt == 0).sum()) / max(float(yt.sum()), 1.0) / 10.0)])
     for _ in range(epochs):
         loss = nn.functional.cross_entropy(model(xt), yt, weight=w)
         opt.zero_grad()
         loss.backward()
         opt.step()
-    s = voter_scores(model, p[va])
-    neg = np.sort(s[y[va] == 0])[::-1]
-    allowed = int(np.floor(target_fpr * len(neg)))
-    thr = float(neg[allowed]) if allowed < len(neg) else 0.0
-    return VoterFit(model=model, threshold=float(np.nextafter(thr, 2.0)))
+    s = voter_scores(model, z[va])
+    return VoterFit(model=model, threshold=threshold_at_fpr(s[y[va] == 0], target_fpr))
 
 
-def voter_scores(model: LSTMVoter, proba: np.ndarray, batch: int = 500_000) -> np.ndarray:
-    """P(failure) of the LSTM voter for network outputs (N, L)."""
+def voter_scores(model: LSTMVoter, inputs: np.ndarray, batch: int = 500_000) -> np.ndarray:
+    """P(failure) of the LSTM voter for its per-step inputs (N, L) (see :meth:`VoterFit.score`)."""
     out = []
     with torch.no_grad():
-        for lo in range(0, len(proba), batch):
-            out.append(torch.softmax(model(torch.from_numpy(np.asarray(proba[lo : lo + batch], np.float32))), -1)[:, 1].numpy())
+        for lo in range(0, len(inputs), batch):
+            out.append(torch.softmax(model(torch.from_numpy(np.asarray(inputs[lo : lo + batch], np.float32))), -1)[:, 1].numpy())
     return np.concatenate(out) if out else np.zeros(0)

@@ -40,6 +40,9 @@ PREDICTOR_METRICS = (
 """Ten series, the analogue of Table 4.2 (CPU temperature, fan RPM, power for voltage, inlet for PSU
 temperature, 1-min load, CPU system time, frequency; plus error counters and disk writes that carry the
 simulator's precursors (EDAC, InfiniBand, I/O) where the thesis had memory, disk usage and bytes in/out)."""
+ANOMALY_KINDS = ("cpu_hog", "memory_leak", "network_degradation", "thermal_fan_failure", "disk_slowdown",
+                 "misconfiguration")
+"""The simulator's anomaly types (``tasks/simulate/anomalies.py``): none of them ends in a failure."""
 QUIET_BEFORE_S = 3600.0
 """Ok events are at least one hour before a failure of the node and outside its precursor window (a precursor
 may start up to 12 h before; windows between are neither failure nor ok and are not used)."""
@@ -57,6 +60,12 @@ class Sequences:
     node: np.ndarray
     time_s: np.ndarray
     """Anchor time (the failure time for positives) in seconds since the simulation epoch."""
+    anomaly: np.ndarray | None = None
+    """Per sequence: 0, or 1 + the index in :data:`ANOMALY_KINDS` of a simulated anomaly (a condition that does
+    not end in a failure) overlapping the sequence's windows (anchor - 11 min .. anchor); ``None`` if unknown."""
+    hard: np.ndarray | None = None
+    """Per sequence: True if it comes from a node-day drawn *because* it holds an anomaly (a hard negative, training
+    only: such node-days are over-represented, so rates on them are not the machine's rates)."""
 
 
 def _render(sched: Schedule, nodes: np.ndarray, day: int) -> tuple[np.ndarray, np.ndarray]:
@@ -114,18 +123,65 @@ def failure_sequences(sched: Schedule, w: int) -> Sequences:
     )
 
 
-def ok_sequences(sched: Schedule, node_days: int, w: int, seed: int = 0, stride: int = 1) -> Sequences:
-    """Ok sequences at every ``stride``-th step of ``node_days`` random (node, day) pairs (days >= 1)."""
-    cfg = sched.cfg
-    step = cfg.step_s
+def random_node_days(sched: Schedule, node_days: int, seed: int = 0) -> set[tuple[int, int]]:
+    """``node_days`` random (node, day) draws (days >= 1; duplicates collapse)."""
     n_days = int(sched.t_stop // 86400)
     g = np.random.default_rng(seed)
-    pairs = {(int(g.integers(cfg.n_nodes)), int(g.integers(1, n_days))) for _ in range(node_days)}
+    return {(int(g.integers(sched.cfg.n_nodes)), int(g.integers(1, n_days))) for _ in range(node_days)}
+
+
+def anomaly_node_days(sched: Schedule, per_kind: int, seed: int = 0, exclude: set | None = None) -> set[tuple[int, int]]:
+    """Up to ``per_kind`` random (node, day) pairs per anomaly kind whose day overlaps an anomaly of that kind.
+
+    These are the hard negatives: a fan failure, memory leak, CPU hog ... changes the telemetry for hours without
+    ending in a failure. Random node-days hold them at their natural share (~7 % of node-days, ~1 % of node-time),
+    i.e. a handful per training set, too few for the networks to learn that they are ok.
+    """
+    n_days = int(sched.t_stop // 86400)
+    g = np.random.default_rng(seed + 7919)
+    exclude = exclude or set()
+    out: set[tuple[int, int]] = set()
+    an = sched.anomalies
+    for kind in ANOMALY_KINDS:
+        cand = set()
+        for r in an[an["type"] == kind].itertuples():
+            for d in range(max(1, int(r.start // 86400)), min(n_days - 1, int(r.end // 86400)) + 1):
+                cand.add((int(r.node), d))
+        cand = sorted(cand - exclude - out)
+        if cand:
+            pick = g.choice(len(cand), size=min(per_kind, len(cand)), replace=False)
+            out |= {cand[i] for i in pick}
+    return out
+
+
+def _anomaly_codes(sched: Schedule, node: int, t_anchor: np.ndarray) -> np.ndarray:
+    """0 or 1 + kind index of an anomaly overlapping [anchor - 11 min, anchor] (the windows of the sequence)."""
+    code = np.zeros(len(t_anchor), np.int8)
+    an = sched.anomalies
+    lo = t_anchor - (max(LEADS_MIN) * 60 + WINDOW_S)
+    for r in an[an["node"] == node].itertuples():
+        if r.type in ANOMALY_KINDS:
+            code[(lo < r.end) & (t_anchor >= r.start)] = ANOMALY_KINDS.index(r.type) + 1
+    return code
+
+
+def ok_sequences(
+    sched: Schedule, node_days: int, w: int, seed: int = 0, stride: int = 1,
+    pairs: set[tuple[int, int]] | None = None, hard: bool = False,
+) -> Sequences:
+    """Ok sequences at every ``stride``-th step of ``node_days`` random (node, day) pairs (days >= 1), or of ``pairs``.
+
+    ``hard=True`` marks them as hard negatives (:attr:`Sequences.hard`, e.g. from :func:`anomaly_node_days`).
+    """
+    cfg = sched.cfg
+    step = cfg.step_s
+    if pairs is None:
+        pairs = random_node_days(sched, node_days, seed)
     by_day: dict[int, list[int]] = {}
     for n, d in sorted(pairs):
         by_day.setdefault(d, []).append(n)
     fl = sched.failures
-    xs, groups, nodes, times = [], [], [], []
+    xs, groups, nodes, times, codes = [], [], [], [], []
     cm = _counter_mask()
     for d, ns in by_day.items():
         arr = np.array(ns)
@@ -152,6 +208,7 @@ def ok_sequences(sched: Schedule, node_days: int, w: int, seed: int = 0, stride:
             groups.append(np.full(int(ok.sum()), -(n * 100_000 + d) - 1, np.int64))
             nodes.append(np.full(int(ok.sum()), n, np.int64))
             times.append(t_anchor[ok])
+            codes.append(_anomaly_codes(sched, int(n), t_anchor[ok]))
     x = np.concatenate(xs) if xs else np.zeros((0, len(LEADS_MIN), 7 * len(PREDICTOR_METRICS)), np.float32)
     m = len(x)
     return Sequences(
@@ -161,6 +218,8 @@ def ok_sequences(sched: Schedule, node_days: int, w: int, seed: int = 0, stride:
         has_precursor=np.zeros(m, bool),
         node=np.concatenate(nodes) if nodes else np.zeros(0, np.int64),
         time_s=np.concatenate(times) if times else np.zeros(0),
+        anomaly=np.concatenate(codes) if codes else np.zeros(0, np.int8),
+        hard=np.full(m, bool(hard)),
     )
 
 
@@ -171,6 +230,26 @@ def simulated_sequences(
     w = window_steps(cfg.step_s)
     sched = build_schedule(cfg, n_days)
     return failure_sequences(sched, w), ok_sequences(sched, node_days, w, seed=seed, stride=stride)
+
+
+def simulated_data(
+    cfg: SimConfig, n_days: int, node_days: int, stride: int = 1, hard_per_kind: int = 0, seed: int | None = None
+) -> tuple[Sequences, Sequences, Sequences | None]:
+    """Failures, ok sequences of ``node_days`` random node-days and (``hard_per_kind`` > 0) hard negatives.
+
+    Hard negatives are up to ``hard_per_kind`` node-days per anomaly kind (:func:`anomaly_node_days`), disjoint
+    from the random ones.
+    """
+    seed = cfg.seed if seed is None else seed
+    w = window_steps(cfg.step_s)
+    sched = build_schedule(cfg, n_days)
+    nat = random_node_days(sched, node_days, seed)
+    neg = ok_sequences(sched, node_days, w, stride=stride, pairs=nat)
+    hard = None
+    if hard_per_kind > 0:
+        hard = ok_sequences(sched, 0, w, stride=stride, pairs=anomaly_node_days(sched, hard_per_kind, seed, exclude=nat),
+                            hard=True)
+    return failure_sequences(sched, w), neg, hard
 
 
 def summary(pos: Sequences, neg: Sequences) -> pd.DataFrame:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nodewatch.models.predict.ensemble import LeadTimeEnsemble, fit_lstm_voter, unanimous, voter_scores
+from nodewatch.models.predict.ensemble import LeadTimeEnsemble, fit_lstm_voter, unanimous
 from nodewatch.models.predict.uc import largest_usable_nodes, rates, uc_from_rates
 from nodewatch.tasks.predict.dataset import Sequences
 
@@ -34,7 +34,8 @@ THESIS_ROWS = [
     {"scheme": "lstm@6NN", "tpr": 0.7448, "ppv": 0.9992, "fpr": 0.00004, "uc_1024": 0.0417},
 ]
 """Frank Table 4.1 c) and d) (MOGON I)."""
-SCHEMES = ("unanimous@1NN", "unanimous@2NN", "unanimous@4NN", "unanimous@6NN", "lstm@6NN")
+SCHEMES = tuple(f"unanimous@{k}NN" for k in range(1, 7)) + ("lstm@6NN",)
+"""1 to 6 networks with a unanimous vote (Table 4.1 c prints 1, 2, 4, 6), and the LSTM voter (Table 4.1 d)."""
 
 
 @dataclass
@@ -61,12 +62,70 @@ def training_mask(y: np.ndarray, has_precursor: np.ndarray, train_positives: str
     return (np.asarray(y) == 0) | np.asarray(has_precursor, bool)
 
 
+def fit_ensemble_and_voter(
+    pos: Sequences,
+    neg: Sequences,
+    hard: Sequences | None = None,
+    epochs: int = 300,
+    seed: int = 0,
+    voter_share: float = 0.25,
+    voter_target_fpr: float = 5e-5,
+    train_positives: str = "precursor",
+) -> tuple[LeadTimeEnsemble, Any]:
+    """Networks on ``1 - voter_share`` of the groups (plus every ``hard`` negative), the LSTM voter on the rest.
+
+    The voter's groups are split again 60/40 by group: it learns on 60 % and its threshold is the lowest with
+    ``fpr <= voter_target_fpr`` on the other 40 % (:func:`~nodewatch.models.predict.ensemble.fit_lstm_voter`).
+    Hard negatives (node-days drawn because they hold a non-failing anomaly, :func:`~nodewatch.tasks.predict.
+    dataset.anomaly_node_days`) only ever train the networks: they are over-represented, so a rate measured on them
+    is not the machine's. Returns ``(ensemble, voter)``; the voter is ``None`` with fewer than 2 failures for it.
+    """
+    x = np.concatenate([pos.x, neg.x]).astype(np.float32)
+    y = np.concatenate([pos.y, neg.y])
+    g = np.concatenate([pos.group, neg.group])
+    use = training_mask(y, np.concatenate([pos.has_precursor, neg.has_precursor]), train_positives)
+    tr, vo, _ = _split_groups(g, np.random.default_rng(seed), (1.0 - voter_share, voter_share))
+    tr, vo = tr & use, vo & use
+    xt, yt = x[tr], y[tr]
+    if hard is not None and len(hard.y):
+        xt, yt = np.concatenate([xt, hard.x.astype(np.float32)]), np.concatenate([yt, np.zeros(len(hard.y), np.int64)])
+    ens = LeadTimeEnsemble(epochs=epochs, seed=seed).fit(xt, yt)
+    del xt, yt
+    if y[vo].sum() < 2:  # too few failures left for the voter (a small store): score with the unanimous vote
+        return ens, None
+    voter = fit_lstm_voter(ens.predict_logodds(x[vo]), y[vo], target_fpr=voter_target_fpr, epochs=min(epochs, 300),
+                           seed=seed, groups=g[vo])
+    return ens, voter
+
+
+def held_out_rows(ens: LeadTimeEnsemble, voter: Any, pos: Sequences, neg: Sequences) -> list[dict[str, Any]]:
+    """Every scheme's confusion counts and rates on a held-out data set (e.g. another simulator seed).
+
+    Besides the rates, each row says how many ok node-days hold a false positive and how many false positives fall
+    on sequences with a non-failing anomaly (``fp_anomaly``), the quantities that make fpr unstable.
+    """
+    x = np.concatenate([pos.x, neg.x])
+    y = np.concatenate([pos.y, neg.y])
+    pre = np.concatenate([pos.has_precursor, neg.has_precursor])
+    g = np.concatenate([pos.group, neg.group])
+    neg_an = neg.anomaly if neg.anomaly is not None else np.zeros(len(neg.y), np.int8)
+    an = np.concatenate([np.zeros(len(pos.y), np.int8), neg_an])
+    dec = scheme_decisions(ens, voter, x)
+    rows = _rows(dec, y, pre)
+    for r in rows:
+        d = dec[r["scheme"]] & (y == 0)
+        r["fp_node_days"] = int(len(np.unique(g[d])))
+        r["fp_anomaly"] = int((d & (an > 0)).sum())
+        r["ok_node_days"] = int(len(np.unique(g[y == 0])))
+    return rows
+
+
 def scheme_decisions(ens: LeadTimeEnsemble, voter: Any, x: np.ndarray) -> dict[str, np.ndarray]:
     """Positive predictions of every scheme of :data:`SCHEMES` for sequences ``x``."""
-    p = ens.predict_proba(x)
-    out = {f"unanimous@{k}NN": unanimous(p, k) for k in (1, 2, 4, 6)}
+    lo = ens.predict_logodds(x)
+    out = {f"unanimous@{k}NN": unanimous(lo, k, threshold=0.0) for k in range(1, 7)}  # p > 0.5 <=> log-odds > 0
     if voter is not None:
-        out["lstm@6NN"] = voter_scores(voter.model, p) >= voter.threshold
+        out["lstm@6NN"] = voter.score(lo) >= voter.threshold
     return out
 
 
@@ -107,10 +166,35 @@ def cross_validate(
         tr, vo, te = _split_groups(g, rng, (0.5, 0.25))
         tr, vo = tr & usable, vo & usable
         ens = LeadTimeEnsemble(epochs=epochs, seed=seed + k).fit(x[tr], y[tr])
-        proba = ens.predict_proba(x[vo])
-        voter = fit_lstm_voter(proba, y[vo], target_fpr=voter_target_fpr, epochs=min(epochs, 300), seed=seed + k)
+        voter = fit_lstm_voter(ens.predict_logodds(x[vo]), y[vo], target_fpr=voter_target_fpr, epochs=min(epochs, 300),
+                               seed=seed + k, groups=g[vo])
         for r in _rows(scheme_decisions(ens, voter, x[te]), y[te], pre[te]):
             out.append({"round": k, **r})
+    return pd.DataFrame(out)
+
+
+def held_out_rounds(
+    data: dict[int, tuple[Sequences, Sequences, Sequences | None]],
+    rounds: list[tuple[int, int]],
+    epochs: int = 300,
+    voter_target_fpr: float = 5e-5,
+) -> pd.DataFrame:
+    """Monte-Carlo rounds at the seed level: round ``k`` trains on simulator seed ``a`` and tests on seed ``b``.
+
+    ``data[seed] = (failures, ok sequences of random node-days, hard negatives or None)``. The networks learn from
+    75 % of seed ``a``'s groups plus its hard negatives, the voter from the other 25 % (threshold on its own
+    validation node-days), and every scheme is scored on all of seed ``b``'s failures and random ok node-days (a
+    different simulated machine: no node-day, failure or anomaly is shared with training). Same columns as
+    :func:`cross_validate` plus the seeds, so :func:`fps_table` pools them.
+    """
+    out = []
+    for k, (a, b) in enumerate(rounds):
+        pos, neg, hard = data[a]
+        ens, voter = fit_ensemble_and_voter(pos, neg, hard=hard, epochs=epochs, seed=k,
+                                            voter_target_fpr=voter_target_fpr)
+        tp, tn, _ = data[b]
+        for r in held_out_rows(ens, voter, tp, tn):
+            out.append({"round": k, "train_seed": a, "test_seed": b, **r})
     return pd.DataFrame(out)
 
 
@@ -134,6 +218,8 @@ def fps_table(cv: pd.DataFrame, p_e: float, nodes: int = 1024) -> pd.DataFrame:
                 "ppv": r.ppv,
                 "fpr": r.fpr,
                 "fpr_sd": float(g["fpr"].std(ddof=1)) if len(g) > 1 else float("nan"),
+                "fpr_min": float(g["fpr"].min()),
+                "fpr_max": float(g["fpr"].max()),
                 "fp": fp,
                 "negatives": fp + tn,
                 f"uc_{nodes}": float(uc_from_rates(r.fpr, nodes, p_e)),

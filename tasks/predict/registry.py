@@ -71,6 +71,7 @@ def save(store: Store, run_id: str, ens: LeadTimeEnsemble, voter: VoterFit | Non
         **params,
         "run_id": rid,
         "voter_threshold": None if voter is None else float(voter.threshold),
+        "voter_input": None if voter is None else voter.input,
         "weights_sha256": hashlib.sha256(blob).hexdigest(),
         "weights_bytes": len(blob),
     }
@@ -106,7 +107,8 @@ def load(store: Store, run_id: str | None = None) -> LoadedPredictor:
     if vs and params.get("voter_threshold") is not None:
         m = LSTMVoter(hidden=int(vs["out.weight"].shape[1]))
         m.load_state_dict(vs)
-        voter = VoterFit(model=m, threshold=float(params["voter_threshold"]))
+        # runs registered before the log-odds fix have no "voter_input": their voter reads probabilities
+        voter = VoterFit(model=m, threshold=float(params["voter_threshold"]), input=params.get("voter_input") or "proba")
     return LoadedPredictor(run_id=rid, ensemble=ens, voter=voter, params=params)
 
 

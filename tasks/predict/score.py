@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nodewatch.models.predict.ensemble import unanimous, voter_scores
+from nodewatch.models.predict.ensemble import logodds_to_proba, unanimous
 from nodewatch.models.predict.features import LEADS_MIN, node_feature_matrix, sequence_index, window_steps
 from nodewatch.tasks.predict.registry import LoadedPredictor
 from nodewatch.tasks.simulate.metrics import COUNTERS
@@ -65,13 +65,14 @@ def score_node(pred: LoadedPredictor, times: pd.DatetimeIndex, values: np.ndarra
         return pd.DataFrame(columns=["time", "positive", "confidence"])
     x = feat[idx]
     ok = ~np.isnan(x).any(axis=(1, 2))
-    p = np.zeros((len(x), len(LEADS_MIN)))
+    lo = np.zeros((len(x), len(LEADS_MIN)), np.float32)
     if ok.any():
-        p[ok] = pred.ensemble.predict_proba(x[ok])
+        lo[ok] = pred.ensemble.predict_logodds(x[ok])
+    p = logodds_to_proba(lo)
     if pred.voter is not None:
         conf = np.zeros(len(x))
         if ok.any():
-            conf[ok] = voter_scores(pred.voter.model, p[ok])
+            conf[ok] = pred.voter.score(lo[ok])
         positive = ok & (conf >= pred.voter.threshold)
     else:
         positive = ok & unanimous(p)

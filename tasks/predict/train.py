@@ -16,12 +16,12 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from nodewatch.models.predict.ensemble import LeadTimeEnsemble, fit_lstm_voter
+from nodewatch.models.predict.ensemble import LeadTimeEnsemble
 from nodewatch.models.predict.uc import event_probability
 from nodewatch.tasks.core.store import Store
 from nodewatch.tasks.predict import registry
 from nodewatch.tasks.predict.dataset import PREDICTOR_METRICS, Sequences, simulated_sequences, summary
-from nodewatch.tasks.predict.evaluate import _split_groups, cross_validate, fps_table, training_mask
+from nodewatch.tasks.predict.evaluate import cross_validate, fit_ensemble_and_voter, fps_table
 from nodewatch.tasks.simulate.config import SimConfig
 
 
@@ -39,29 +39,16 @@ class PredictSettings(BaseModel):
     warn_min_confidence: float = Field(default=0.5, ge=0, le=1)
 
 
-def _concat(pos: Sequences, neg: Sequences) -> tuple[np.ndarray, ...]:
-    x = np.concatenate([pos.x, neg.x]).astype(np.float32)
-    y = np.concatenate([pos.y, neg.y])
-    g = np.concatenate([pos.group, neg.group])
-    return x, y, g
-
-
 def fit_final(
-    pos: Sequences, neg: Sequences, epochs: int = 300, seed: int = 0, train_positives: str = "precursor"
+    pos: Sequences, neg: Sequences, epochs: int = 300, seed: int = 0, train_positives: str = "precursor",
+    hard: Sequences | None = None,
 ) -> tuple[LeadTimeEnsemble, Any]:
-    """Networks on 75 % of the groups, the LSTM voter on the other 25 % (its own 60/40 split sets the threshold).
+    """Networks on 75 % of the groups (+ ``hard`` negatives), the LSTM voter on the other 25 % (its own 60/40 split
+    by group sets the threshold).
 
     Positives are the failures with a precursor unless ``train_positives="all"`` (see :mod:`~nodewatch.tasks.predict.evaluate`).
     """
-    x, y, g = _concat(pos, neg)
-    use = training_mask(y, np.concatenate([pos.has_precursor, neg.has_precursor]), train_positives)
-    tr, vo, _ = _split_groups(g, np.random.default_rng(seed), (0.75, 0.25))
-    tr, vo = tr & use, vo & use
-    ens = LeadTimeEnsemble(epochs=epochs, seed=seed).fit(x[tr], y[tr])
-    if y[vo].sum() < 2:  # too few failures left for the voter (a small store): score with the unanimous vote
-        return ens, None
-    voter = fit_lstm_voter(ens.predict_proba(x[vo]), y[vo], epochs=min(epochs, 300), seed=seed)
-    return ens, voter
+    return fit_ensemble_and_voter(pos, neg, hard=hard, epochs=epochs, seed=seed, train_positives=train_positives)
 
 
 def train_predictor(

@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from nodewatch.models.predict.ensemble import BatchedMLP, LeadTimeEnsemble, fit_lstm_voter, unanimous, voter_scores
+from nodewatch.models.predict.ensemble import (
+    BatchedMLP,
+    LeadTimeEnsemble,
+    fit_lstm_voter,
+    logodds_to_proba,
+    threshold_at_fpr,
+    unanimous,
+)
 from nodewatch.models.predict.features import (
     FEATURES,
     node_feature_matrix,
@@ -104,14 +111,42 @@ def test_lstm_voter_threshold_meets_target_on_validation() -> None:
     g = np.random.default_rng(1)
     neg = g.beta(1, 8, size=(1500, 6))
     pos = g.beta(8, 1, size=(150, 6))
-    p = np.concatenate([pos, neg]).astype(np.float32)
+    p = np.concatenate([pos, neg])
+    lo = np.log(p / (1 - p)).astype(np.float32)
     y = np.r_[np.ones(150), np.zeros(1500)].astype(np.int64)
-    fit = fit_lstm_voter(p, y, target_fpr=2e-3, epochs=100)
-    s = voter_scores(fit.model, p)
+    fit = fit_lstm_voter(lo, y, target_fpr=2e-3, epochs=100)
+    s = fit.score(lo)
     assert (s[y == 1] >= fit.threshold).mean() > 0.8
     assert (s[y == 0] >= fit.threshold).mean() < 0.01
     with pytest.raises(ValueError):
-        fit_lstm_voter(p[:, :], np.zeros(len(y), np.int64))
+        fit_lstm_voter(lo, np.zeros(len(y), np.int64))
+
+
+def test_threshold_at_fpr_by_hand() -> None:
+    neg = np.array([0.1, 0.2, 0.9, 0.9, 0.3])
+    assert threshold_at_fpr(neg, 0.0) > 0.9 and threshold_at_fpr(neg, 0.0) == np.nextafter(0.9, 1)
+    assert threshold_at_fpr(neg, 0.2) == np.nextafter(0.9, 1)  # 1 allowed, but the two tie at 0.9: none pass
+    assert threshold_at_fpr(neg, 0.4) == np.nextafter(0.3, 1)  # 2 allowed: the two at 0.9
+    assert threshold_at_fpr(neg, 0.6) == np.nextafter(0.2, 1)  # 3 allowed: 0.9, 0.9, 0.3
+    assert threshold_at_fpr(neg, 1.0) == 0.0
+
+
+def test_lstm_voter_separates_saturated_positives_from_persistent_false_alarms() -> None:
+    """The tpr-0 case: positives and a persistent false alarm both have P(failure) = 1.0 in float32 (log-odds >= 17);
+    as probabilities they tie, so a threshold that keeps validation fpr tiny dropped every positive. The networks'
+    log-odds still order them, and the voter reading log-odds keeps its recall at the same validation fpr."""
+    g = np.random.default_rng(3)
+    neg = g.normal(-8, 2, size=(6000, 6))
+    neg[:40] = g.normal(19, 0.5, size=(40, 6))  # a persistent condition: all six windows alike, P = 1.0
+    pos = g.normal(28, 2, size=(200, 6))
+    lo = np.concatenate([pos, neg]).astype(np.float32)
+    y = np.r_[np.ones(200), np.zeros(6000)].astype(np.int64)
+    assert (logodds_to_proba(lo[y == 1]) == 1.0).all() and (logodds_to_proba(lo[200:240]) == 1.0).all()
+    groups = np.r_[np.arange(200), 1000 + np.arange(6000) // 100]  # 60 ok "node-days" of 100 sequences
+    fit = fit_lstm_voter(lo, y, target_fpr=1e-3, epochs=150, groups=groups)
+    s = fit.score(lo)
+    assert (s[y == 1] >= fit.threshold).mean() > 0.9
+    assert (s[y == 0] >= fit.threshold).mean() < 0.01
 
 
 def test_window_features_equal_the_numpy_definitions() -> None:

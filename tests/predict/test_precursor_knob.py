@@ -83,3 +83,26 @@ def test_ok_sequences_never_come_from_a_precursor_window() -> None:
     for r in f.itertuples():
         inside = (neg.node == r.node) & (neg.time_s >= r.precursor_start) & (neg.time_s < r.t_up + 3600)
         assert not inside.any(), (r.node, r.precursor_start, r.t_fail)
+
+
+def test_anomaly_node_days_are_labelled_ok_and_annotated() -> None:
+    """Hard negatives: node-days drawn because they hold a non-failing anomaly are ok sequences, and every sequence
+    whose windows overlap an anomaly says which kind (by hand against the schedule's anomaly table)."""
+    from nodewatch.tasks.predict.dataset import ANOMALY_KINDS, anomaly_node_days, ok_sequences
+
+    cfg = SimConfig(n_nodes=8, step_s=60, seed=5, node_mtbf_days=2, anomaly_share=0.1)
+    s = build_schedule(cfg, 6)
+    days = anomaly_node_days(s, per_kind=2, seed=0)
+    assert 4 <= len(days) <= 2 * len(ANOMALY_KINDS)
+    hard = ok_sequences(s, 0, w=4, stride=10, pairs=days, hard=True)
+    assert hard.hard.all() and (hard.y == 0).all() and (hard.anomaly > 0).sum() > 50
+    an = s.anomalies
+    for i in np.flatnonzero(hard.anomaly > 0)[::25]:
+        t, n = hard.time_s[i], hard.node[i]
+        kind = ANOMALY_KINDS[hard.anomaly[i] - 1]
+        hit = an[(an["node"] == n) & (an["type"] == kind) & (an["start"] <= t) & (an["end"] > t - 11 * 60)]
+        assert len(hit), (n, t, kind)
+    quiet = np.flatnonzero(hard.anomaly == 0)[::50]
+    for i in quiet:
+        t, n = hard.time_s[i], hard.node[i]
+        assert not ((an["node"] == n) & (an["start"] <= t) & (an["end"] > t - 11 * 60)).any()

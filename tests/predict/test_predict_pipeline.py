@@ -41,7 +41,7 @@ def test_training_registers_a_cross_validated_predictor(trained) -> None:
     counts = {r["events"]: r["sequences"] for r in params["data"]["counts"]}
     assert counts["failure (with precursor)"] > 20 and counts["ok"] > 1000
     ours = [r for r in params["fps"] if r["source"].startswith("nodewatch")]
-    assert [r["scheme"] for r in ours] == ["unanimous@1NN", "unanimous@2NN", "unanimous@4NN", "unanimous@6NN", "lstm@6NN"]
+    assert [r["scheme"] for r in ours] == [f"unanimous@{k}NN" for k in range(1, 7)] + ["lstm@6NN"]
     # unanimous voting over more networks never raises fpr or tpr (same test split)
     u = [r for r in ours if r["scheme"].startswith("unanimous")]
     assert all(a["fpr"] >= b["fpr"] and a["tpr"] >= b["tpr"] for a, b in zip(u, u[1:], strict=False))
@@ -50,6 +50,7 @@ def test_training_registers_a_cross_validated_predictor(trained) -> None:
     assert "Frank Table 4.1 (MOGON I)" in md and "| unanimous@6NN | nodewatch (simulator)" in md
     loaded = registry.load(store)
     assert loaded.voter is not None and loaded.params["step_s"] == 15
+    assert loaded.voter.input == "logodds" and loaded.params["voter_input"] == "logodds"
 
 
 def test_registry_refuses_altered_weights(trained, tmp_path) -> None:
