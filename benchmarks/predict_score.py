@@ -21,9 +21,12 @@ import argparse
 import os
 import time
 
-import numpy as np
-import pandas as pd
-import torch
+for _v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):  # one thread, before numpy/torch load
+    os.environ[_v] = "1"
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import torch  # noqa: E402
 
 
 def main() -> None:
@@ -33,6 +36,7 @@ def main() -> None:
     ap.add_argument("--render", type=int, default=50)
     ap.add_argument("--baseline-nodes", type=int, default=1)
     a = ap.parse_args()
+    torch.set_num_threads(1)  # the goal is stated for ONE torch thread (the docstring said so; it used to run 2)
 
     from nodewatch.models.predict.ensemble import LeadTimeEnsemble, fit_lstm_voter
     from nodewatch.models.predict.features import FEATURES, LEADS_MIN, window_features
@@ -52,7 +56,7 @@ def main() -> None:
     x = g.normal(size=(400, 6, 70)).astype(np.float32)
     y = np.r_[np.ones(40), np.zeros(360)].astype(np.int64)
     ens = LeadTimeEnsemble(epochs=5).fit(x, y)
-    voter = fit_lstm_voter(ens.predict_proba(x), y, epochs=5)
+    voter = fit_lstm_voter(ens.predict_logodds(x), y, epochs=5)
     params = {"step_s": 15, "metrics": list(PREDICTOR_METRICS)}
     pred = LoadedPredictor(run_id="bench", ensemble=ens, voter=voter, params=params)
 
@@ -62,7 +66,8 @@ def main() -> None:
         dec = score_node(pred, times, vals[k % a.render])
         pos += int(dec["positive"].sum())
     ours, ours_cpu = time.perf_counter() - t, time.process_time() - c
-    print(f"ours: {a.nodes} node-days scored in {ours:.1f} s wall, {ours_cpu:.1f} s CPU "
+    print(f"ours: {a.nodes} node-days scored in {ours:.1f} s wall, {ours_cpu:.1f} s CPU, torch threads "
+          f"{torch.get_num_threads()} (interop {torch.get_num_interop_threads()}) "
           f"({ours / a.nodes * 1000:.1f} ms per node-day); load {os.getloadavg()[0]:.1f}; "
           f"goal <= 60 s: {'met' if ours <= 60 else 'NOT met'}")
 
