@@ -75,18 +75,37 @@ class Scaler:
     mean_: np.ndarray = field(default_factory=lambda: np.zeros(0))
     std_: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
-    def fit(self, x: np.ndarray) -> Scaler:
-        """Learn mean/std over samples of ``x`` (N, L, F); NaN-safe; constant features get std 1."""
-        self.mean_ = np.nanmean(x, axis=0)
-        sd = np.nanstd(x, axis=0)
+    def fit(self, x: np.ndarray, chunk: int = 50_000) -> Scaler:
+        """Learn mean/std over samples of ``x`` (N, L, F); NaN-safe; constant features get std 1.
+
+        Chunks of ``chunk`` samples are merged with Chan et al.'s pairwise update (no float64 copy of all of ``x``).
+        """
+        n = np.zeros(x.shape[1:])
+        mean = np.zeros(x.shape[1:])
+        m2 = np.zeros(x.shape[1:])
+        for lo in range(0, len(x), chunk):
+            c = np.asarray(x[lo : lo + chunk], np.float64)
+            k = np.sum(~np.isnan(c), axis=0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                cm = np.where(k > 0, np.nansum(c, axis=0) / np.maximum(k, 1), 0.0)
+                c2 = np.nansum((c - cm) ** 2, axis=0)
+            tot = n + k
+            d = cm - mean
+            mean = np.where(tot > 0, mean + d * k / np.maximum(tot, 1), mean)
+            m2 = m2 + c2 + d**2 * n * k / np.maximum(tot, 1)
+            n = tot
+        sd = np.sqrt(np.where(n > 0, m2 / np.maximum(n, 1), np.nan))
+        self.mean_ = np.where(n > 0, mean, 0.0)
         self.std_ = np.where(np.isfinite(sd) & (sd > 1e-12), sd, 1.0)
-        self.mean_ = np.where(np.isfinite(self.mean_), self.mean_, 0.0)
         return self
 
-    def transform(self, x: np.ndarray) -> np.ndarray:
-        """Standardise (N, L, F), NaN -> 0 (the training mean), clipped to +-20 sd."""
-        z = (np.asarray(x, float) - self.mean_) / self.std_
-        return np.clip(np.nan_to_num(z, nan=0.0, posinf=20.0, neginf=-20.0), -20, 20).astype(np.float32)
+    def transform(self, x: np.ndarray, chunk: int = 50_000) -> np.ndarray:
+        """Standardise (N, L, F), NaN -> 0 (the training mean), clipped to +-20 sd; float32, in chunks."""
+        out = np.empty(x.shape, np.float32)
+        for lo in range(0, len(x), chunk):
+            z = (np.asarray(x[lo : lo + chunk], float) - self.mean_) / self.std_
+            out[lo : lo + chunk] = np.clip(np.nan_to_num(z, nan=0.0, posinf=20.0, neginf=-20.0), -20, 20)
+        return out
 
 
 def _check_xy(x: np.ndarray, y: np.ndarray) -> None:

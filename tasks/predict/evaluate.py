@@ -80,21 +80,23 @@ def fit_ensemble_and_voter(
     dataset.anomaly_node_days`) only ever train the networks: they are over-represented, so a rate measured on them
     is not the machine's. Returns ``(ensemble, voter)``; the voter is ``None`` with fewer than 2 failures for it.
     """
-    x = np.concatenate([pos.x, neg.x]).astype(np.float32)
     y = np.concatenate([pos.y, neg.y])
     g = np.concatenate([pos.group, neg.group])
     use = training_mask(y, np.concatenate([pos.has_precursor, neg.has_precursor]), train_positives)
     tr, vo, _ = _split_groups(g, np.random.default_rng(seed), (1.0 - voter_share, voter_share))
     tr, vo = tr & use, vo & use
-    xt, yt = x[tr], y[tr]
-    if hard is not None and len(hard.y):
-        xt, yt = np.concatenate([xt, hard.x.astype(np.float32)]), np.concatenate([yt, np.zeros(len(hard.y), np.int64)])
-    ens = LeadTimeEnsemble(epochs=epochs, seed=seed).fit(xt, yt)
-    del xt, yt
+    n_pos = len(pos.y)
+
+    def rows(mask: np.ndarray, extra: list[np.ndarray]) -> np.ndarray:  # gather without a copy of all of pos + neg
+        return np.concatenate([pos.x[mask[:n_pos]], neg.x[mask[n_pos:]], *extra]).astype(np.float32, copy=False)
+
+    hx = [hard.x] if hard is not None and len(hard.y) else []
+    yt = np.concatenate([y[tr], np.zeros(sum(len(h) for h in hx), np.int64)])
+    ens = LeadTimeEnsemble(epochs=epochs, seed=seed).fit(rows(tr, hx), yt)
     if y[vo].sum() < 2:  # too few failures left for the voter (a small store): score with the unanimous vote
         return ens, None
-    voter = fit_lstm_voter(ens.predict_logodds(x[vo]), y[vo], target_fpr=voter_target_fpr, epochs=min(epochs, 300),
-                           seed=seed, groups=g[vo])
+    voter = fit_lstm_voter(ens.predict_logodds(rows(vo, [])), y[vo], target_fpr=voter_target_fpr,
+                           epochs=min(epochs, 300), seed=seed, groups=g[vo])
     return ens, voter
 
 
