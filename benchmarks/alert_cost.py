@@ -9,7 +9,14 @@ architecture vicinities, inferred running jobs, verdicts), in this process (nump
 Baseline measured in the same run: the plain per-node robust z of ``../shared/DESIGN.md``
 (``own_history_baseline``) on the same arrays. Prints ``ratio=`` verdicts seconds / baseline seconds.
 
-Run: ``nice .venv/bin/python benchmarks/alert_cost.py [--copies 16 --cache /tmp/alertq-cache]``
+``--store DIR`` adds the whole nightly step: the tiled arrays are written (not timed) as a real telemetry cube
+(``cubes/telemetry.zarr``, Icechunk, one commit per day through ``tasks/cubes/writer``: window mean/min/max/std/
+count, 15-min windows), the staged jobs (allocation rows, ended by the night's midnight) and the staged
+topology; then a fresh process runs :func:`nodewatch.tasks.anomaly.verdicts.run_verdicts` for the night (read
+the cube slice, jobs and topology; judge; write ``reports/<day>/verdicts.parquet``, ``verdicts.md`` and the
+heat map) and reports its wall time, CPU time and peak resident memory (``ru_maxrss`` of that process).
+
+Run: ``nice .venv/bin/python benchmarks/alert_cost.py [--copies 16 --cache /tmp/alertq-cache --store /tmp/x]``
 """
 
 from __future__ import annotations
@@ -51,6 +58,67 @@ def tiled(data: dict[str, object], copies: int, history: int, seed: int = 0) -> 
             "archs": np.array(archs, dtype=object), "jobs": pd.concat(frames, ignore_index=True)}
 
 
+def build_store(root: Path, t: dict[str, object], days: list[object], history: int) -> None:
+    """Write the tiled arrays of ``history + 1`` days as a telemetry cube, plus staged jobs and topology (not timed)."""
+    import pyarrow as pa
+
+    from nodewatch.schemas.cubes import TELEMETRY, spec_for
+    from nodewatch.tasks.core.store import Store
+    from nodewatch.tasks.cubes import repo
+    from nodewatch.tasks.cubes.layout import regions_of
+    from nodewatch.tasks.cubes.writer import ensure_cube, write_region
+    from nodewatch.tasks.simulate.metrics import METRIC_NAMES
+
+    store = Store(str(root))
+    nodes, racks, archs = list(t["nodes"]), list(t["racks"]), list(t["archs"])
+    store.write_parquet(pa.table({"node": nodes, "rack": racks, "row": [""] * len(nodes), "architecture": archs}),
+                        store.staged_key("topology", "1970-01-01", "bench"))
+    jobs = t["jobs"]
+    end = pd.to_datetime(jobs["end_time"], utc=True)
+    staged = jobs[end < pd.Timestamp(days[history + 1])].reset_index(drop=True)  # as staged by the judged night
+    store.write_parquet(pa.table({
+        "job_id": staged["job_id"].astype(str).tolist(), "step": pa.array([None] * len(staged), pa.string()),
+        "start_time": pa.array(pd.to_datetime(staged["start_time"], utc=True), pa.timestamp("ns", tz="UTC")),
+        "end_time": pa.array(pd.to_datetime(staged["end_time"], utc=True), pa.timestamp("ns", tz="UTC")),
+        "node_list": [list(x) for x in staged["node_list"]]}),
+        store.staged_key("jobs", days[history].date().isoformat(), "bench"))
+    spec = spec_for(TELEMETRY, "15min")
+    metrics = list(METRIC_NAMES)
+    cube_days = [d.date() for d in days[: history + 1]]
+    geo = ensure_cube(store, spec, cube_days, set(nodes), {n: {"rack": r, "row": ""} for n, r in zip(nodes, racks, strict=True)},
+                      set(metrics), 50)
+    norder = np.array([nodes.index(n) for n in geo.nodes])
+    morder = np.array([metrics.index(m) for m in geo.metrics])
+    full = np.concatenate([t["hist"], t["night"]], axis=1)[norder][:, :, morder]
+    for k, day in enumerate(cube_days):
+        sl_t = slice(96 * k, 96 * (k + 1))
+        with repo.transaction(store, spec.key, f"bench {day}") as session:
+            for region in regions_of([day], len(geo.nodes), geo.node_chunk):
+                sl = region.node_slice(geo.node_chunk, len(geo.nodes))
+                mean = np.ascontiguousarray(full[sl, sl_t], dtype=np.float32)
+                write_region(store, spec, geo, region, {"mean": mean, "min": mean, "max": mean,
+                                                        "std": np.zeros_like(mean),
+                                                        "count": np.where(np.isfinite(mean), 3, 0).astype(np.int32)},
+                             session.store)
+
+
+def judge_store(root: Path, day: str) -> None:
+    """The timed child process: :func:`run_verdicts` on the store, one JSON line with wall, CPU and peak RSS."""
+    import json
+    import resource
+    from datetime import date
+
+    from nodewatch.tasks.anomaly.verdicts import run_verdicts
+    from nodewatch.tasks.core.store import Store
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = run_verdicts(Store(str(root)), date.fromisoformat(day))
+    print(json.dumps({"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
+                      "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                      "node_alerts": out["node_alerts"], "group_alerts": out["group_alerts"],
+                      "heatmap": bool(out.get("heatmap")) and not str(out["heatmap"]).startswith("not written")}))
+
+
 def main() -> None:
     """Time the verdicts and the baseline on the tiled arrays, print the figures and ``ratio=``."""
     import os
@@ -66,7 +134,13 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--history", type=int, default=21)
     ap.add_argument("--cache", type=Path, default=None)
+    ap.add_argument("--store", type=Path, default=None, help="also run the whole nightly step on a cube written here")
+    ap.add_argument("--judge-store", type=Path, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--day", default="", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.judge_store is not None:
+        judge_store(a.judge_store, a.day)
+        return
     data = prepare(a.seed, 64, a.history, 3, False, a.cache)  # the alert_quality cache (3 nights); night 1 judged
     t = tiled(data, a.copies, a.history)
     days = data["days"]
@@ -91,6 +165,28 @@ def main() -> None:
           f"load average at start {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     print(f"goal <= 120 s: {wall <= 120}")
     print(f"ratio={wall / bwall:.2f}")
+    if a.store is not None:
+        import json
+        import subprocess
+
+        if a.store.exists() and any(a.store.iterdir()):
+            raise SystemExit(f"--store {a.store} is not empty: give a new directory")
+        t0 = time.perf_counter()
+        build_store(a.store, t, days, a.history)
+        print(f"store written in {time.perf_counter() - t0:.0f} s (setup, not timed)", flush=True)
+        del t, res, base
+        load = os.getloadavg()
+        day = days[a.history].date().isoformat()
+        p = subprocess.run([sys.executable, __file__, "--judge-store", str(a.store), "--day", day],
+                           capture_output=True, text=True, check=False)
+        if p.returncode != 0:
+            raise SystemExit(f"run_verdicts failed: {p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode}")
+        r = json.loads(p.stdout.strip().splitlines()[-1])
+        print(f"whole step (read cube slice + jobs + topology, judge, write table + page + heat map), {n} nodes x 1 day: "
+              f"{r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU, peak RSS {r['peak_rss_mb']:.0f} MB "
+              f"({r['node_alerts']} node / {r['group_alerts']} group alerts, heat map {r['heatmap']}); "
+              f"load average at start {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
+        print(f"whole step goal <= 120 s: {r['wall_s'] <= 120}")
 
 
 if __name__ == "__main__":
