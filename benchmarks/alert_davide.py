@@ -16,6 +16,14 @@ thresholds) of the anomaly class against the window labels.
 
 ``ratio=``: AUC of the verdicts' temporal score over the AUC of RUAD (today's nightly model), same run.
 
+Second table, ``--labelled-split`` (default 2018-04-21): the methods that need labels, and every other method on the
+same windows. Training / reference = every window before it (holds 4 of the 6 labelled periods, 450 windows);
+test = every window from it (the other 2 periods). ``CLU`` (k-means, cluster probability = labelled share,
+Section 3.4 of the RUAD paper) and ``RUAD_semi`` / ``dense AE_semi`` (anomalous training windows removed,
+Section 3.7) use the training labels; the unsupervised methods and the verdicts' temporal score ignore them
+(with the first split the training part holds no labelled window, so CLU has nothing to learn and the semi
+variants equal the unsupervised ones).
+
 Run: ``nice .venv/bin/python benchmarks/alert_davide.py [--data ../shared/data/telemetry/davide --epochs 5]``
 """
 
@@ -67,32 +75,54 @@ def baseline_score(w: dict[str, np.ndarray], split: int) -> np.ndarray:
     return np.where(np.isfinite(w["mean"][0, :, 0]), z, np.nan)
 
 
-def scores(w: dict[str, np.ndarray], split: int, epochs: int) -> dict[str, np.ndarray]:
-    """Per-method (time,) scores of every window (training part included; the caller keeps the test part)."""
+def scores(w: dict[str, np.ndarray], split: int, epochs: int, labelled: bool = False) -> dict[str, np.ndarray]:
+    """Per-method (time,) scores of every window (training part included; the caller keeps the test part).
+    ``labelled``: also CLU and the semi-supervised variants, trained with the labels of the training part."""
+    from nodewatch.models.anomaly.clustering import KMeansClustering
     from nodewatch.models.anomaly.dense_ae import DenseAutoencoder
     from nodewatch.models.anomaly.exp_smoothing import ExpSmoothing
     from nodewatch.models.anomaly.preprocess import features_from_stats
     from nodewatch.models.anomaly.ruad import RUAD
     out = {"verdicts (temporal)": temporal_score(w, split), "robust-z baseline": baseline_score(w, split)}
     X = features_from_stats(w["mean"], w["min"], w["max"], w["std"], w["count"])
-    for name, est in (("RUAD", RUAD(window=10, epochs=epochs)), ("dense AE", DenseAutoencoder(epochs=epochs)),
-                      ("EXP", ExpSmoothing())):
+    y = np.asarray(w["label"], dtype=bool)[None, :split]
+    models: list[tuple[str, object, bool]] = [("RUAD", RUAD(window=10, epochs=epochs), False),
+                                              ("dense AE", DenseAutoencoder(epochs=epochs), False),
+                                              ("EXP", ExpSmoothing(), False)]
+    if labelled:
+        models += [("RUAD_semi", RUAD(window=10, epochs=epochs, mode="semi"), True),
+                   ("dense AE_semi", DenseAutoencoder(epochs=epochs, mode="semi"), True), ("CLU", KMeansClustering(), True)]
+    for name, est, with_y in models:
         t0 = time.perf_counter()
-        est.fit(X[:, :split])
-        out[name] = np.asarray(est.score_samples(X), dtype=np.float64)[0]
+        est.fit(X[:, :split], y if with_y else None)  # type: ignore[attr-defined]
+        out[name] = np.asarray(est.score_samples(X), dtype=np.float64)[0]  # type: ignore[attr-defined]
         print(f"  {name}: fit + score {time.perf_counter() - t0:.0f} s", flush=True)
     return out
 
 
+def table(sc: dict[str, np.ndarray], split: int, y: np.ndarray) -> dict[str, tuple[float, float]]:
+    """Print the markdown table (pooled AUC, best F1 on the windows from ``split``) and return it."""
+    from nodewatch.models.anomaly.metrics import pooled_auc
+
+    print("\n| method | pooled AUC | best F1 |\n|---|---|---|")
+    res = {}
+    for name, s in sc.items():
+        st = s[split:]
+        res[name] = (pooled_auc(st, y), best_f1(st, y))
+        print(f"| {name} | {res[name][0]:.3f} | {res[name][1]:.3f} |")
+    print(f"(best F1 of flagging every test window: {2 * y.mean() / (1 + y.mean()):.3f})")
+    return res
+
+
 def main() -> None:
     """Read, score, print the table and ``ratio=``."""
-    from nodewatch.models.anomaly.metrics import pooled_auc
     from nodewatch.tasks.anomaly.davide import read_davide, windows
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DEFAULT)
     ap.add_argument("--split", default="2018-04-07")
     ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--labelled-split", default="2018-04-21")
     a = ap.parse_args()
     t_all = time.perf_counter()
     dv = read_davide(a.data)
@@ -103,12 +133,12 @@ def main() -> None:
           f"{w['times'].size} windows; reference/training {split} windows before {a.split}, "
           f"test {y.size} windows, {int(y.sum())} labelled anomalous")
     sc = scores(w, split, a.epochs)
-    print("\n| method | pooled AUC | best F1 |\n|---|---|---|")
-    res = {}
-    for name, s in sc.items():
-        st = s[split:]
-        res[name] = (pooled_auc(st, y), best_f1(st, y))
-        print(f"| {name} | {res[name][0]:.3f} | {res[name][1]:.3f} |")
+    res = table(sc, split, y)
+    split2 = int(np.searchsorted(w["times"], pd.Timestamp(a.labelled_split, tz="UTC")))
+    y2 = w["label"][split2:]
+    print(f"\nLabelled split {a.labelled_split}: training {split2} windows ({int(w['label'][:split2].sum())} labelled), "
+          f"test {y2.size} windows ({int(y2.sum())} labelled)")
+    table(scores(w, split2, a.epochs, labelled=True), split2, y2)
     print(f"\nratio={res['verdicts (temporal)'][0] / res['RUAD'][0]:.2f}  (AUC verdicts temporal / AUC RUAD)")
     print(f"total {time.perf_counter() - t_all:.0f} s")
 
