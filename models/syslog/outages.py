@@ -10,7 +10,8 @@ entry with the current time reveals the missing node outages."
 particular node at the time of the detected outage, the detected outage represents a *regular failure*."
 
 :func:`outages` implements the first paragraph on arrays (the boot markers come from the caller);
-:func:`regular_failures` the second.
+:func:`regular_failures` the second; :func:`external_events` sets apart the external causes the paper separates with
+other data sources (a rack-wide time-of-failure event).
 """
 
 from __future__ import annotations
