@@ -152,10 +152,12 @@ def cross_validate(
     epochs: int = 300,
     voter_target_fpr: float = 5e-5,
     train_positives: str = "precursor",
+    hard: Sequences | None = None,
 ) -> pd.DataFrame:
     """Monte-Carlo cross-validation: per round and scheme, the confusion counts and rates on the test split.
 
     ``train_positives``: ``"precursor"`` (networks and voter learn from failures with a precursor only) or ``"all"``.
+    ``hard`` negatives join every round's network training set (never the voter's or the test split).
     """
     x = np.concatenate([pos.x, neg.x]).astype(np.float32)
     y = np.concatenate([pos.y, neg.y])
@@ -167,7 +169,12 @@ def cross_validate(
     for k in range(splits):
         tr, vo, te = _split_groups(g, rng, (0.5, 0.25))
         tr, vo = tr & usable, vo & usable
-        ens = LeadTimeEnsemble(epochs=epochs, seed=seed + k).fit(x[tr], y[tr])
+        if hard is not None and len(hard.y):
+            xt = np.concatenate([x[tr], hard.x.astype(np.float32)])
+            ens = LeadTimeEnsemble(epochs=epochs, seed=seed + k).fit(xt, np.r_[y[tr], np.zeros(len(hard.y), np.int64)])
+            del xt
+        else:
+            ens = LeadTimeEnsemble(epochs=epochs, seed=seed + k).fit(x[tr], y[tr])
         voter = fit_lstm_voter(ens.predict_logodds(x[vo]), y[vo], target_fpr=voter_target_fpr, epochs=min(epochs, 300),
                                seed=seed + k, groups=g[vo])
         for r in _rows(scheme_decisions(ens, voter, x[te]), y[te], pre[te]):

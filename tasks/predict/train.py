@@ -20,7 +20,7 @@ from nodewatch.models.predict.ensemble import LeadTimeEnsemble
 from nodewatch.models.predict.uc import event_probability
 from nodewatch.tasks.core.store import Store
 from nodewatch.tasks.predict import registry
-from nodewatch.tasks.predict.dataset import PREDICTOR_METRICS, Sequences, simulated_sequences, summary
+from nodewatch.tasks.predict.dataset import PREDICTOR_METRICS, Sequences, simulated_data, summary
 from nodewatch.tasks.predict.evaluate import cross_validate, fit_ensemble_and_voter, fps_table
 from nodewatch.tasks.simulate.config import SimConfig
 
@@ -91,18 +91,20 @@ def _train(
     store: Store, run_id: str, cfg: SimConfig, n_days: int, node_days: int, splits: int, epochs: int, stride: int, seed: int
 ) -> dict[str, Any]:
     t0 = time.perf_counter()
-    pos, neg = simulated_sequences(cfg, n_days, node_days, seed=seed, stride=stride)
+    # hard negatives in proportion to the random node-days: 15 per anomaly kind per 400 (~22 % more node-days)
+    hard_per_kind = max(1, round(node_days * 15 / 400))
+    pos, neg, hard = simulated_data(cfg, n_days, node_days, stride=stride, hard_per_kind=hard_per_kind, seed=seed)
     if len(pos.y) < 10 or len(neg.y) < 100:
         raise ValueError(f"too little data to train: {len(pos.y)} failures and {len(neg.y)} ok sequences")
     t_data = time.perf_counter() - t0
     # P(E) (eq. 4.1): failures per node and prediction interval of the simulated horizon
     intervals = cfg.n_nodes * n_days * 86400 // cfg.step_s
     p_e, _ = event_probability(len(pos.y), intervals)
-    cv = cross_validate(pos, neg, splits=splits, seed=seed, epochs=epochs)
+    cv = cross_validate(pos, neg, splits=splits, seed=seed, epochs=epochs, hard=hard)
     t_cv = time.perf_counter() - t0 - t_data
     fps = fps_table(cv, p_e)
     t1 = time.perf_counter()
-    ens, voter = fit_final(pos, neg, epochs=epochs, seed=seed)
+    ens, voter = fit_final(pos, neg, epochs=epochs, seed=seed, hard=hard)
     t_fit = time.perf_counter() - t1
     params = {
         "kind": "predict",
@@ -118,6 +120,7 @@ def _train(
         "data": {"source": "simulator", "n_nodes": cfg.n_nodes, "n_days": n_days, "seed": cfg.seed,
                  "precursor_share": cfg.precursor_share, "precursor_median_s": cfg.precursor_median_s,
                  "precursor_sigma": cfg.precursor_sigma, "node_days": node_days, "stride": stride,
+                 "hard_negative_node_days": 0 if hard is None else len(np.unique(hard.group)),
                  "counts": summary(pos, neg).to_dict(orient="records")},
         "cv": {"splits": splits, "rounds": cv.to_dict(orient="records")},
         "fps": fps.to_dict(orient="records"),

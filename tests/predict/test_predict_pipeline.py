@@ -40,6 +40,7 @@ def test_training_registers_a_cross_validated_predictor(trained) -> None:
     assert store.current(registry.AREA) == "p-small"
     counts = {r["events"]: r["sequences"] for r in params["data"]["counts"]}
     assert counts["failure (with precursor)"] > 20 and counts["ok"] > 1000
+    assert params["data"]["hard_negative_node_days"] >= 4  # one node-day per anomaly kind the cluster has
     ours = [r for r in params["fps"] if r["source"].startswith("nodewatch")]
     assert [r["scheme"] for r in ours] == [f"unanimous@{k}NN" for k in range(1, 7)] + ["lstm@6NN"]
     # unanimous voting over more networks never raises fpr or tpr (same test split)
