@@ -255,7 +255,7 @@ def run_cluster(seed: int, size: int, history: int, nights: int, epochs: int, wi
                 vcfg: object | None = None) -> list[dict[str, object]]:
     """Judge the nights of one prepared cluster with the three methods, return one row per (night, method).
     ``vcfg``: the verdicts' :class:`~nodewatch.models.anomaly.verdicts.VerdictConfig` (default: its defaults)."""
-    from nodewatch.models.anomaly.verdicts import VerdictConfig
+    from nodewatch.models.anomaly.verdicts import VerdictConfig, day_group_scores
     from nodewatch.models.anomaly.vicinity import own_history_baseline
     from nodewatch.tasks.anomaly.verdicts import judge_day
     from nodewatch.tasks.simulate.metrics import METRIC_NAMES
@@ -314,6 +314,11 @@ def run_cluster(seed: int, size: int, history: int, nights: int, epochs: int, wi
                     ev["groups_judged"] = len(res["evidence"].groups)
                     ev["thr_median"] = float(np.median(res["calibration"].node))
                     ev["floor_set"] = int((res["calibration"].node <= VerdictConfig().node_floor).sum())
+                    # group thresholds (the floor 6 sets them): the held-back group-day scores and tonight's
+                    gd = res["calibration"].group_day_scores
+                    ev["held_group_scores"] = {k: sorted(round(float(x), 2) for x in v) for k, v in gd.items()}
+                    ev["night_group_scores"] = {f"{k}/{nm}": round(float(x), 2)
+                                                for (k, nm), x in day_group_scores(res["evidence"], VerdictConfig()).items()}
                 rows.append({"size": size, "seed": seed, "night": days[nd].date().isoformat(), "night_no": k + 1,
                              "method": name if name != "baseline" else f"baseline k={bk:g} m={bm}", "seconds": secs, **ev,
                              "misconfig_starts": nd == cfg.misconfig_start_day,
@@ -351,6 +356,25 @@ def false_alert_rate(v: pd.DataFrame) -> None:
               f"(95% CI {lo:.1f}-{hi:.1f}; budget inside: {lo <= cfg.budget_per_1000 <= hi}); "
               f"{kg} false group alerts / {ng} group-days = {1000 * kg / max(ng, 1):.1f} per 1,000 (CI {glo:.1f}-{ghi:.1f}); "
               f"node thresholds median {g['thr_median'].median():.2f}, set by the floor: {int(g['floor_set'].sum())}")
+
+
+def group_scores(v: pd.DataFrame) -> None:
+    """Group-day scores against the group threshold: held-back (normal) rack-days and tonight's racks, with and
+    without a truth interval on a member (is the floor of 6 between them?)."""
+    from nodewatch.models.anomaly.verdicts import VerdictConfig
+
+    if "held_group_scores" not in v.columns:
+        return
+    print(f"\nGroup-day scores (threshold: the floor {VerdictConfig().group_floor:g}):")
+    for size, g in v.groupby("size"):
+        held = [x for d in g["held_group_scores"] for x in d.get("rack", [])]
+        night = [(x, bool(r.mis_rack_alert) and k.endswith(f"/{r.rack_alerts}")) for r in g.itertuples()
+                 for k, x in r.night_group_scores.items() if k.startswith("rack/")]
+        hi = sorted(x for x, _ in night)
+        if held:
+            print(f"  {size} nodes: held-back rack-days (with repeats across nights) n={len(held)}, q0.99 "
+                  f"{np.quantile(held, 0.99):.2f}, max {max(held):.2f}; night rack scores: top 5 {hi[-5:]}, "
+                  f"misconfigured rack when alerted: {sorted(x for x, m in night if m)}")
 
 
 def ratio(df: pd.DataFrame) -> None:
@@ -392,15 +416,15 @@ def main() -> None:
     ap.add_argument("--running-jobs", action="store_true",
                     help="also give the verdicts the jobs still running at midnight (the nightly run stages only ended jobs)")
     ap.add_argument("--cache", type=Path, default=None, help="keep/re-use the simulated arrays here")
-    ap.add_argument("--pooled-fit", action="store_true",
-                    help="node thresholds from one tail fit of all held-back node-days (before the per-day fit)")
+    ap.add_argument("--per-day-fit", action="store_true",
+                    help="node thresholds from one tail fit per held-back day (median); default: one pooled fit")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON lines here")
     a = ap.parse_args()
     t_all = time.perf_counter()
     rows = []
     from nodewatch.models.anomaly.verdicts import VerdictConfig
 
-    vcfg = VerdictConfig(per_day_fit=not a.pooled_fit)
+    vcfg = VerdictConfig(per_day_fit=a.per_day_fit)
     for size in a.sizes:
         for seed in a.seeds:
             rows += run_cluster(seed, size, a.history, a.nights, a.epochs, not a.no_ruad, a.clean, a.cache, a.running_jobs, vcfg)
@@ -426,6 +450,7 @@ def main() -> None:
     v = df[df["method"] == "verdicts"]
     b = df[df["method"].str.startswith("baseline")]
     false_alert_rate(v)
+    group_scores(v)
     ratio(df)
     if a.clean:
         print(f"\ntotal {time.perf_counter() - t_all:.0f} s")
