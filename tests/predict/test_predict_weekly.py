@@ -46,7 +46,7 @@ def weekly(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, object, dic
     tmp = tmp_path_factory.mktemp("weekly")
     cfg = SimConfig(**SIM)
     out = tmp / "sim"
-    simulate(cfg, out, list(range(TRAIN_DAYS + 2)))
+    simulate(cfg, out, list(range(TRAIN_DAYS + 1)))  # days 0-3: states read syslog to day 3, the nightly scores day 3
     store = Store(str(tmp / "store"))
     for source, pattern in (("topology", "topology/*.csv"), ("reservations", "reservations/*/*.csv"),
                             ("jobs", "jobs/sacct/*/*.txt"), ("syslog", "syslog/*/*.log"),
