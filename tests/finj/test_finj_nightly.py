@@ -56,6 +56,7 @@ def _ingest(store: Store, path: Path) -> None:
 
 @pytest.mark.slow
 def test_nightly_step_names_the_fault_of_a_flagged_node(tmp_path: Path) -> None:
+    from nodewatch.models.finj.classify import folds as cv_folds
     from nodewatch.tasks.finj.nightly_step import STEP
     from nodewatch.tasks.finj.train import load_model, train
 
@@ -66,6 +67,12 @@ def test_nightly_step_names_the_fault_of_a_flagged_node(tmp_path: Path) -> None:
     assert res["source"] == "staged" and load_model(store).meta["source"] == "staged"
     assert [(e["model"], e["labels"], e["order"]) for e in res["experiments"]] == [("rf", "mode", "time")]
     rf = res["experiments"][0]
+    # per time-ordered fold: 5 contiguous folds covering every window; the majority baseline is the healthy share
+    assert [f["windows"] for f in rf["folds"]] == [len(te) for _, te in cv_folds(res["windows"], 5)]
+    healthy = sum(f["majority_accuracy"] * f["windows"] for f in rf["folds"]) / res["windows"]
+    assert healthy == pytest.approx(res["class_counts"]["healthy"] / res["windows"])
+    assert all(0 <= f["accuracy"] <= 1 and 0 <= f["healthy_f1"] <= 1 for f in rf["folds"])
+    assert "## Per time-ordered fold: rf, mode labels" in res["report"]
     assert rf["weighted"] > 0.8  # memory eaten at 16 MiB/s is easy to see
     # the flagged node's stretch is a leak period: [T0+900, T0+1200)
     verdicts = pd.DataFrame(
