@@ -315,6 +315,9 @@ def run_cluster(seed: int, size: int, history: int, nights: int, epochs: int, wi
                     ev["thr_median"] = float(np.median(res["calibration"].node))
                     ev["floor_set"] = int((res["calibration"].node <= VerdictConfig().node_floor).sum())
                     # group thresholds (the floor 6 sets them): the held-back group-day scores and tonight's
+                    dz = own_history_baseline(hist["mean"], night["mean"], k=8.0, m=2)  # DESIGN.md's own k, m
+                    dn = {nodes[i] for i in np.flatnonzero(dz.any(axis=1))} & {n for n, x in zip(nodes, scored, strict=True) if x}
+                    ev["design_k8m2"] = [len(dn), len(dn & set(truth["node"])), ev["positive"]]
                     gd = res["calibration"].group_day_scores
                     ev["held_group_scores"] = {k: sorted(round(float(x), 2) for x in v) for k, v in gd.items()}
                     ev["night_group_scores"] = {f"{k}/{nm}": round(float(x), 2)
@@ -451,6 +454,12 @@ def main() -> None:
     b = df[df["method"].str.startswith("baseline")]
     false_alert_rate(v)
     group_scores(v)
+    if "design_k8m2" in v.columns:
+        print("\nDESIGN.md's plain robust z with its own k = 8, m = 2 (3 nights per cluster):")
+        for (size, seed), g in v.groupby(["size", "seed"]):
+            fl, tp, ps = (int(sum(x[i] for x in g["design_k8m2"])) for i in range(3))
+            print(f"  {size} nodes seed {seed}: {fl} node-nights flagged, precision {tp / max(fl, 1):.2f}, "
+                  f"recall {tp / max(ps, 1):.2f}")
     ratio(df)
     if a.clean:
         print(f"\ntotal {time.perf_counter() - t_all:.0f} s")
