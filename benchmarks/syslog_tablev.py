@@ -201,10 +201,12 @@ def evaluate(a: argparse.Namespace, cfg: SyslogSettings, sim: SimConfig, sched: 
     f_node = fl["node"].to_numpy()[sel].astype(np.int64)
     f_ns = (fl["t_fail"].to_numpy()[sel] * NS).astype(np.int64) + epoch_ns
     has_pre = fl["precursor_kind"].notna().to_numpy()[sel]
+    pre_min = ((fl["t_fail"] - fl["precursor_start"]).to_numpy()[sel] / 60.0)  # footprint length (NaN: none)
     if sim.syslog_precursor_share >= 0:  # paper-like knob: the syslog bursts are drawn apart from the telemetry's
-        sp = {(n, float(z)) for n in range(topo.n) for _, z, _ in sched.syslog_precursors(n)}
-        has_pre = np.array([(int(n), float(z)) in sp for n, z in zip(fl["node"].to_numpy()[sel],
-                                                                     fl["t_fail"].to_numpy()[sel], strict=True)])
+        sp = {(n, float(z)): (z - a) / 60.0 for n in range(topo.n) for a, z, _ in sched.syslog_precursors(n)}
+        keys = list(zip(fl["node"].to_numpy()[sel].tolist(), fl["t_fail"].to_numpy()[sel].tolist(), strict=True))
+        has_pre = np.array([(int(n), float(z)) in sp for n, z in keys], bool)
+        pre_min = np.array([sp.get((int(n), float(z)), np.nan) for n, z in keys])
     if sim.syslog_precursor_lines_per_min <= 0:
         has_pre[:] = False
     racks = sorted(set(topo.rack.tolist()))
@@ -296,6 +298,12 @@ def evaluate(a: argparse.Namespace, cfg: SyslogSettings, sim: SimConfig, sched: 
         s = table_v_scores(both, wend, f_node, f_ns + late_ns, hz + late_ns, (0,), window_ns=win_ns)
         print(f"filtered + silence, found by failure + {late} min (after the fact; not Table V): precision "
               f"{s['precision']:.2f} recall {s['recall@0min']:.2f} alarms {int(s['episodes'])}")
+    ff = run("filtered", a.vicinity)
+    print("\nFailures with a syslog footprint, by its length (filtered, regular failures): found = recall@0")
+    for lo, hi in ((0, 19), (19, 30), (30, 60), (60, 10**9)):
+        m = has_pre & regular & (pre_min >= lo) & (pre_min < hi)
+        r = score(ff, m)["recall@0min"] if m.any() else float("nan")
+        print(f"  {lo}-{hi if hi < 10**9 else 'inf'} min: {int(m.sum())} failures, found {r:.2f}")
     print("\nVicinities (filtered syslog): Table IV analogue")
     for vic in ("rack_arch", "rack", "arch", "global", "job", "rack_arch|job", "rack_arch&job"):
         fv = run("filtered", vic)
