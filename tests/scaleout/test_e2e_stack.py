@@ -4,7 +4,7 @@ No mocks: ``infra/local/cluster.sh`` starts PostgreSQL and an S3 endpoint (moto)
 ``nodewatch server start --database postgresql+asyncpg://…`` serves Prefect from that database; the demo
 cluster is bootstrapped into ``s3://<bucket>/<prefix>`` and ``nodewatch serve`` registers the deployments.
 Then: the nightly deployment on the S3 store (ingest -> cubes -> score -> states -> tables -> manifests,
-CURRENT pointers), a backfill with concurrent task runs on PostgreSQL, the UI pages of the nightly run
+CURRENT pointers), a backfill on Slurm workers with concurrent task runs on PostgreSQL, the UI pages of the nightly run
 and its artifacts rendered by Chromium (screenshots under the test's tmp dir), no test secret anywhere
 in the store, the logs or the Prefect database, and the run history after a server restart.
 Small on purpose (8 nodes, 3 history days, 1 epoch).
@@ -163,7 +163,7 @@ import nodewatch.flows.nightly as n
 n._states_range = lambda st, first, last: (first, last, False)  # the states step as it was: never rebuilds the cube
 n.states_task = n.states_task.with_options(retries=0)  # the claim is the flow's final state, not its retries
 try:
-    n.backfill(start=date.fromisoformat(sys.argv[1]), end=date.fromisoformat(sys.argv[1]), force=True)
+    n.backfill(start=date.fromisoformat(sys.argv[1]), end=date.fromisoformat(sys.argv[2]), force=True)
 except n.PartialRunError as e:
     print("PartialRunError:", e)
     sys.exit(4)
@@ -172,7 +172,10 @@ except n.PartialRunError as e:
 
 def test_a_failed_states_step_fails_the_backfill_run(stack):
     """After the nightly, the state cube starts at its day: states of an earlier day fail; the flow run must end Failed."""
-    r = subprocess.run([sys.executable, "-c", FAILING_BACKFILL, START.isoformat()], env=stack.env, cwd=stack.base,
+    # all history days, scored on local workers before the states step fails: the reference bytes of the Slurm backfill
+    last = START + timedelta(days=HISTORY - 1)
+    r = subprocess.run([sys.executable, "-c", FAILING_BACKFILL, START.isoformat(), last.isoformat()], env=stack.env,
+                       cwd=stack.base,
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 4, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
     assert "earlier days need --rebuild" in r.stdout
@@ -183,35 +186,11 @@ def test_a_failed_states_step_fails_the_backfill_run(stack):
     assert runs and runs[0]["state"]["type"] == "FAILED", runs[0]["state"] if runs else None
 
 
-def test_backfill_with_concurrent_task_runs_on_postgres(stack):
-    last = START + timedelta(days=HISTORY - 1)
-    fr = stack.api.run(stack.api.deployments()["backfill"],
-                       {"start": START.isoformat(), "end": last.isoformat(), "force": True})
-    assert fr["state"]["type"] == "COMPLETED", fr["state"]
-    stack.runs["backfill"] = fr["id"]
-    trs = stack.api.post("/task_runs/filter", {"task_runs": {}, "flow_runs": {"id": {"any_": [fr["id"]]}}, "limit": 200})
-    states = Counter(t["state"]["type"] for t in trs)  # type: ignore[union-attr]
-    failed = [(t["name"], (t["state"].get("message") or "")[:300]) for t in trs  # type: ignore[union-attr]
-              if t["state"]["type"] in ("FAILED", "CRASHED")]
-    print(f"\n[scaleout] backfill task runs: {dict(states)}; failed (handled by the flow): {failed}")
-    assert states["COMPLETED"] >= HISTORY * 2 and "CRASHED" not in states, states
-    assert not [f for f in failed if "database" in f[1].lower() or "locked" in f[1].lower()], failed
-    spans = sorted((t["start_time"], t["end_time"]) for t in trs if t["start_time"] and t["end_time"])  # type: ignore[union-attr]
-    overlap = any(b[0] < a[1] for a, b in zip(spans, spans[1:], strict=False))
-    assert overlap, "no two task runs overlapped: the backfill ran nothing concurrently"
-    m = _manifest(stack, "backfill")
-    assert sorted(m["outputs"]["days_scored"]) == [(START + timedelta(days=i)).isoformat() for i in range(HISTORY)]
-    assert "database is locked" not in (stack.base / "server.log").read_text()
-    # the nightly before made the state cube start at its day: the backfill of earlier days rebuilt it from START
-    assert m["status"] == "completed" and not m["errors"], m["errors"]
-    assert m["outputs"]["states"]["status"] == "completed" and not [f for f in failed if "states" in f[0]], failed
-
-
 SLURM_BACKFILL = """
 import sys
 from datetime import date
 from nodewatch.flows.nightly import backfill
-backfill(start=date.fromisoformat(sys.argv[1]), end=date.fromisoformat(sys.argv[2]), force=True, states=False)
+backfill(start=date.fromisoformat(sys.argv[1]), end=date.fromisoformat(sys.argv[2]), force=True)
 """
 
 
@@ -221,9 +200,14 @@ def _reader_env(stack: Stack, monkeypatch) -> None:
         monkeypatch.setenv(k, v)
 
 
-def test_backfill_on_slurm_workers_writes_the_same_bytes(stack, monkeypatch):
-    """NODEWATCH_DASK=slurm: cube days and scoring groups run as sbatch jobs; the cubes are the same bytes."""
-    stack.cluster.need("slurm")
+def test_backfill_on_slurm_workers_concurrent_task_runs_on_postgres_same_bytes(stack, monkeypatch):
+    """One forced 3-day backfill for three claims (it was two backfills, one per claim, until 28 Nov):
+
+    NODEWATCH_DASK=slurm: cube days and scoring groups run as sbatch jobs and the cubes are the same bytes;
+    its task runs, recorded by the PostgreSQL-backed server, overlap (concurrent) without "database is
+    locked"; after the nightly moved the state cube's start, the backfill of earlier days rebuilds it.
+    """
+    slurm = "slurm" not in stack.cluster.skipped  # without Slurm the PostgreSQL and states claims still run here
     _reader_env(stack, monkeypatch)
     from nodewatch.tasks.core.store import Store
     from nodewatch.tasks.cubes import repo
@@ -234,18 +218,41 @@ def test_backfill_on_slurm_workers_writes_the_same_bytes(stack, monkeypatch):
     logs = Path(stack.env["DASK_JOBQUEUE__SLURM__LOG_DIRECTORY"])
     jobs_before = set(logs.glob("*.out")) if logs.is_dir() else set()
     r = subprocess.run([sys.executable, "-c", SLURM_BACKFILL, START.isoformat(), last.isoformat()],
-                       env={**stack.env, "NODEWATCH_DASK": "slurm"}, cwd=stack.base, capture_output=True, text=True,
-                       timeout=900)
+                       env={**stack.env, "NODEWATCH_DASK": "slurm" if slurm else "local",
+                            "NODEWATCH_DASK_WORKERS": "1"},  # one cube job (its 3 days one task); scoring: 2 jobs
+                       cwd=stack.base,
+                       capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-3000:])
     m = _manifest(stack, "backfill")
-    assert m["status"] == "completed" and sorted(m["outputs"]["days_scored"]) == [
-        (START + timedelta(days=i)).isoformat() for i in range(HISTORY)], m["errors"]
-    assert len(set(logs.glob("*.out")) - jobs_before) >= 2, "no sbatch worker job ran (cubes and scoring clusters)"
+    assert m["status"] == "completed" and not m["errors"], m["errors"]
+    assert sorted(m["outputs"]["days_scored"]) == [(START + timedelta(days=i)).isoformat() for i in range(HISTORY)]
+    assert m["outputs"]["states"]["status"] == "completed"  # rebuilt from START although the nightly moved its start
+    if slurm:
+        assert len(set(logs.glob("*.out")) - jobs_before) >= 2, "no sbatch worker job ran (cubes and scoring clusters)"
+    else:
+        print(f"\n[scaleout] slurm unavailable ({stack.cluster.skipped['slurm']}): backfill on local workers")
     st.fs.invalidate_cache()
     after = {k: repo.chunk_bytes(st, k) for k in ("telemetry.zarr", "scores.zarr")}
     for k in after:
         assert len(after[k]) > 5 and after[k].keys() == before[k].keys(), k
         assert [c for c in after[k] if after[k][c] != before[k][c]] == [], k
+    # the same run as the PostgreSQL-backed server saw it
+    fr = stack.api.post("/flow_runs/filter", {"flows": {"name": {"any_": ["backfill"]}}, "sort": "START_TIME_DESC",
+                                              "limit": 1})[0]
+    assert fr["state"]["type"] == "COMPLETED", fr["state"]
+    stack.runs["backfill"] = fr["id"]
+    trs = stack.api.post("/task_runs/filter", {"task_runs": {}, "flow_runs": {"id": {"any_": [fr["id"]]}}, "limit": 200})
+    states = Counter(t["state"]["type"] for t in trs)  # type: ignore[union-attr]
+    failed = [(t["name"], (t["state"].get("message") or "")[:300]) for t in trs  # type: ignore[union-attr]
+              if t["state"]["type"] in ("FAILED", "CRASHED")]
+    print(f"\n[scaleout] backfill task runs: {dict(states)}; failed (handled by the flow): {failed}")
+    assert states["COMPLETED"] >= HISTORY * 2 and "CRASHED" not in states, states
+    assert not [f for f in failed if "database" in f[1].lower() or "locked" in f[1].lower()], failed
+    assert not [f for f in failed if "states" in f[0]], failed
+    spans = sorted((t["start_time"], t["end_time"]) for t in trs if t["start_time"] and t["end_time"])  # type: ignore[union-attr]
+    overlap = any(b[0] < a[1] for a, b in zip(spans, spans[1:], strict=False))
+    assert overlap, "no two task runs overlapped: the backfill ran nothing concurrently"
+    assert "database is locked" not in (stack.base / "server.log").read_text()
 
 
 NIGHTLY = """

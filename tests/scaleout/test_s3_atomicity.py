@@ -74,7 +74,8 @@ def _fresh(store: Store) -> Store:
 
 
 @pytest.mark.parametrize("point,published", [
-    ("stage:after-part:2", False),  # two of three parts written, no commit object
+    # (after 2 of 3 parts: the same claim as before-commit, no commit object; kept on local disk,
+    # tests/core/test_commit_faults.py)
     ("stage:before-commit:1", False),  # every part written, the commit object not
     ("stage:after-commit:1", True),  # the commit object written: the run is published
 ])
