@@ -17,7 +17,7 @@ Measures in one run:
 Prints ``ratio=<baseline s / batched s>``. Usage::
 
     .venv/bin/python benchmarks/predict_train.py [--nodes 1000 --days 60 --node-days 400 --stride 4 --seeds 1,2,3]
-        [--cache /tmp/predict-bench]   # keeps each seed's arrays as .npz (memory-mapped on reuse)
+        [--cache /tmp/predict-bench]   # keeps each seed's arrays as .npy files (memory-mapped on reuse)
 """
 
 from __future__ import annotations
@@ -68,11 +68,11 @@ def _seed_data(a: argparse.Namespace, seed: int) -> tuple:
            f"-str{cfg.precursor_strength:g}-s{seed}")
     d = Path(a.cache) if a.cache else None
     names = ("pos", "ok", "hard")
-    if d is not None and all((d / f"{tag}-{n}.npz").exists() for n in names):
+    if d is not None and all((d / f"{tag}-{n}").is_dir() for n in names):
         out = []
-        for n in names:
-            z = np.load(d / f"{tag}-{n}.npz", mmap_mode="r")
-            out.append(Sequences(**{k: z[k] for k in z.files}) if len(z.files) else None)
+        for n in names:  # one .npy per field: memory-mapped (an .npz would be read into memory whole)
+            fields = {f.stem: np.load(f, mmap_mode="r") for f in sorted((d / f"{tag}-{n}").glob("*.npy"))}
+            out.append(Sequences(**fields) if fields else None)
         print(f"seed {seed}: data read from {d} ({tag})")
         return tuple(out)
     t = time.perf_counter()
@@ -81,10 +81,11 @@ def _seed_data(a: argparse.Namespace, seed: int) -> tuple:
           f"load {os.getloadavg()[0]:.1f}")
     if d is None:
         return data
-    d.mkdir(parents=True, exist_ok=True)
     for n, q in zip(names, data, strict=True):
-        arrays = {} if q is None else {k: v for k, v in dataclasses.asdict(q).items() if v is not None}
-        np.savez(d / f"{tag}-{n}.npz", **arrays)
+        (d / f"{tag}-{n}").mkdir(parents=True, exist_ok=True)
+        for k, v in ({} if q is None else dataclasses.asdict(q)).items():
+            if v is not None:
+                np.save(d / f"{tag}-{n}" / f"{k}.npy", v)
     del data
     return _seed_data(a, seed)
 
@@ -128,20 +129,22 @@ def main() -> None:
 
     # training time: batched vs six sequential networks, on the first seed's training data (75 % + hard negatives)
     pos, neg, hard = data[seeds[0]]
-    x = np.concatenate([pos.x, neg.x] + ([hard.x] if hard is not None else [])).astype(np.float32)
-    y = np.concatenate([pos.y, neg.y] + ([hard.y] if hard is not None else []))
-    g = np.concatenate([pos.group, neg.group] + ([hard.group] if hard is not None else []))
-    pre = np.concatenate([pos.has_precursor, neg.has_precursor] + ([hard.has_precursor] if hard is not None else []))
+    y = np.concatenate([pos.y, neg.y])
+    g = np.concatenate([pos.group, neg.group])
+    pre = np.concatenate([pos.has_precursor, neg.has_precursor])
     tr, _, _ = _split_groups(g, np.random.default_rng(0), (0.75, 0.25))
     tr &= (y == 0) | pre
+    n_pos = len(pos.y)
+    x = np.concatenate([pos.x[tr[:n_pos]], neg.x[tr[n_pos:]]] + ([hard.x] if hard is not None else []))
+    y = np.concatenate([y[tr]] + ([hard.y] if hard is not None else []))
     t, c = time.perf_counter(), time.process_time()
-    LeadTimeEnsemble(epochs=a.epochs).fit(x[tr], y[tr])
+    LeadTimeEnsemble(epochs=a.epochs).fit(x, y)
     batched, batched_cpu = time.perf_counter() - t, time.process_time() - c
-    line = (f"train six networks ({int(tr.sum()):,} sequences, {a.epochs} epochs): batched {batched:.2f} s wall "
+    line = (f"train six networks ({len(y):,} sequences, {a.epochs} epochs): batched {batched:.2f} s wall "
             f"({batched_cpu:.2f} s CPU)")
     if not a.skip_baseline:
         c = time.process_time()
-        base = baseline_fit(x[tr], y[tr], a.epochs)
+        base = baseline_fit(x, y, a.epochs)
         line += f", baseline (six sequential nn.Sequential) {base:.2f} s wall ({time.process_time() - c:.2f} s CPU)"
     print(f"{line}; goal <= 600 s: {'met' if batched <= 600 else 'NOT met'}; load {os.getloadavg()[0]:.1f}")
     del x, y, g, pre, tr

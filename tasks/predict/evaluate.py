@@ -106,13 +106,13 @@ def held_out_rows(ens: LeadTimeEnsemble, voter: Any, pos: Sequences, neg: Sequen
     Besides the rates, each row says how many ok node-days hold a false positive and how many false positives fall
     on sequences with a non-failing anomaly (``fp_anomaly``), the quantities that make fpr unstable.
     """
-    x = np.concatenate([pos.x, neg.x])
     y = np.concatenate([pos.y, neg.y])
     pre = np.concatenate([pos.has_precursor, neg.has_precursor])
     g = np.concatenate([pos.group, neg.group])
     neg_an = neg.anomaly if neg.anomaly is not None else np.zeros(len(neg.y), np.int8)
     an = np.concatenate([np.zeros(len(pos.y), np.int8), neg_an])
-    dec = scheme_decisions(ens, voter, x)
+    dp, dn = scheme_decisions(ens, voter, pos.x), scheme_decisions(ens, voter, neg.x)  # no copy of both sets
+    dec = {k: np.concatenate([dp[k], dn[k]]) for k in dp}
     rows = _rows(dec, y, pre)
     for r in rows:
         d = dec[r["scheme"]] & (y == 0)
