@@ -322,7 +322,7 @@ def store_lock(store: Store, *parts: str, name: str | None = None, timeout_s: fl
         from nodewatch.tasks.core.s3lease import S3Lease
 
         with S3Lease(store.fs, store.path(*parts), name=name, timeout_s=d_timeout if timeout_s is None else timeout_s,
-                     lease_s=d_lease if lease_s is None else lease_s):
+                     lease_s=d_lease if lease_s is None else lease_s, busy_error=LockBusyError):
             yield
         return
     if proto not in ("file", "local"):

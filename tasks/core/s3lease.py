@@ -20,8 +20,8 @@ still the version the caller saw. The lease is one small JSON object (e.g. ``sta
   one wins (the others get 412 and look again); logged (logger ``nodewatch.locks``) naming the dead owner;
 * **release**: ``DeleteObject(If-Match: <our etag>)``: a lease taken over meanwhile is not deleted.
 
-Waiting longer than ``timeout_s`` on a live lease raises
-:class:`~nodewatch.tasks.core.locks.LockBusyError` (one line naming the lock and its holder; exit code 2
+Waiting longer than ``timeout_s`` on a live lease raises ``busy_error`` (``store_lock`` passes
+:class:`~nodewatch.tasks.core.locks.LockBusyError`: one line naming the lock and its holder; exit code 2
 in the CLI). A run killed while holding never blocks the next one longer than its lease (default
 ``lock_lease_s`` = 2 h; on the same host not at all).
 """
@@ -38,12 +38,17 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from nodewatch.tasks.core.locks import DEFAULT_LEASE_S, DEFAULT_TIMEOUT_S, GARBAGE_GRACE_S, LockBusyError
 from nodewatch.tasks.core.owner import Owner, current_owner, hostname, owner_alive
 
 log = logging.getLogger("nodewatch.locks")
 
 _MAX_READ = 65536
+DEFAULT_TIMEOUT_S = 300.0
+"""As :data:`nodewatch.tasks.core.locks.DEFAULT_TIMEOUT_S` (not imported: ``locks.store_lock`` imports this module)."""
+DEFAULT_LEASE_S = 7200.0
+"""As :data:`nodewatch.tasks.core.locks.DEFAULT_LEASE_S`."""
+GARBAGE_GRACE_S = 1.0
+"""As :data:`nodewatch.tasks.core.locks.GARBAGE_GRACE_S`: an unreadable lease is stale once unchanged this long."""
 
 
 def precondition_failed(exc: BaseException) -> bool:
@@ -120,7 +125,8 @@ class S3Lease:
     """
 
     def __init__(self, fs: Any, path: str, *, name: str | None = None, timeout_s: float | None = None,
-                 lease_s: float | None = None, poll_s: float = 0.2) -> None:
+                 lease_s: float | None = None, poll_s: float = 0.2,
+                 busy_error: type[Exception] = TimeoutError) -> None:
         self.fs = fs
         self.path = path.split("://", 1)[-1]
         self.bucket, _, self.key = self.path.partition("/")
@@ -130,6 +136,7 @@ class S3Lease:
         self.timeout_s = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
         self.lease_s = DEFAULT_LEASE_S if lease_s is None else lease_s
         self.poll_s = poll_s
+        self.busy_error = busy_error
         self.etag: str | None = None
         self.lost = False
         self._token = uuid.uuid4().hex
@@ -182,7 +189,7 @@ class S3Lease:
         return None
 
     def acquire(self) -> None:
-        """Take the lease, taking over a stale one; :class:`LockBusyError` after ``timeout_s`` on a live one."""
+        """Take the lease, taking over a stale one; ``busy_error`` after ``timeout_s`` on a live one."""
         deadline = time.monotonic() + self.timeout_s
         delay = self.poll_s
         while True:
@@ -209,7 +216,7 @@ class S3Lease:
                 self._start_renewal()
                 return
             if time.monotonic() > deadline:
-                raise LockBusyError(
+                raise self.busy_error(
                     f"lock {self.name} (s3://{self.path}) is held by {info.describe()}; waited {self.timeout_s:.0f} s "
                     f"(it is taken over as soon as that process is gone"
                     + ("" if info.owner is not None and info.owner.host == hostname()
