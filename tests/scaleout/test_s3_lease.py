@@ -153,7 +153,7 @@ def test_two_waiters_for_one_stale_lease_one_takes_it(s3):
     path = st.path("staged", ".y.lock")
     bucket, _, key = path.partition("/")
     st.fs.call_s3("put_object", Bucket=bucket, Key=key, Body=b"not a lease")  # garbage: stale after 1 s unchanged
-    leases = [S3Lease(st.fs, path, name="y", timeout_s=4) for _ in range(2)]
+    leases = [S3Lease(st.fs, path, name="y", timeout_s=4, busy_error=LockBusyError) for _ in range(2)]
     out: dict[int, str] = {}
 
     def take(i: int) -> None:
