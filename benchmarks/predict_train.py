@@ -158,7 +158,8 @@ def main() -> None:
     for r in cv.to_dict(orient="records"):
         print(f"  round {r['round']} seed {r['train_seed']}->{r['test_seed']} {r['scheme']:14s} tpr {r['tpr']:.3f} "
               f"(precursor failures {r['tpr_precursor']:.3f}) fpr {r['fpr']:.2e} fp {r['fp']} on "
-              f"{r['fp_node_days']}/{r['ok_node_days']} node-days, {r['fp_anomaly']} inside an anomaly")
+              f"{r['fp_node_days']}/{r['ok_node_days']} node-days, {r['fp_anomaly']} inside an anomaly"
+              + (f" ({r['fp_by_kind']})" if r["fp"] else ""))
     fps = fps_table(cv, p_e)
     print(fps_markdown(fps))
     ours = {r["scheme"]: r for r in fps.to_dict(orient="records") if r["source"].startswith("nodewatch")}

@@ -24,7 +24,7 @@ import pandas as pd
 
 from nodewatch.models.predict.ensemble import LeadTimeEnsemble, fit_lstm_voter, unanimous
 from nodewatch.models.predict.uc import largest_usable_nodes, rates, uc_from_rates
-from nodewatch.tasks.predict.dataset import Sequences
+from nodewatch.tasks.predict.dataset import ANOMALY_KINDS, Sequences
 
 THESIS_ROWS = [
     {"scheme": "unanimous@1NN", "tpr": 0.8461, "ppv": 0.9655, "fpr": 0.00292, "uc_1024": 0.9498},
@@ -118,6 +118,8 @@ def held_out_rows(ens: LeadTimeEnsemble, voter: Any, pos: Sequences, neg: Sequen
         d = dec[r["scheme"]] & (y == 0)
         r["fp_node_days"] = int(len(np.unique(g[d])))
         r["fp_anomaly"] = int((d & (an > 0)).sum())
+        kinds = np.bincount(an[d], minlength=len(ANOMALY_KINDS) + 1)
+        r["fp_by_kind"] = ", ".join(f"{k} {int(c)}" for k, c in zip(("none",) + ANOMALY_KINDS, kinds, strict=True) if c)
         r["ok_node_days"] = int(len(np.unique(g[y == 0])))
     return rows
 
