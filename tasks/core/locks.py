@@ -14,7 +14,7 @@ A waiter that finds the lock held decides whether it is stale:
   while it holds it; a lock not touched for ``lease_s`` seconds (setting ``lock_lease_s``, default
   2 h) is stale;
 * unreadable content (not a lock we wrote, or a legacy ``"<pid> <time>"`` line of a dead pid):
-  stale once the file has not changed for :data:`GARBAGE_GRACE_S` seconds.
+  stale once the file has not changed for :data:`~nodewatch.tasks.core.owner.GARBAGE_GRACE_S` seconds.
 
 A stale lock is taken over race-free: the waiter takes the short-lived break lock ``<lock>.break``
 (``O_EXCL``), re-checks that the lock file is still the very file it judged (same inode, same
@@ -44,19 +44,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nodewatch.tasks.core.owner import Owner, current_owner, hostname, owner_alive
+from nodewatch.tasks.core.owner import (
+    DEFAULT_LEASE_S,
+    DEFAULT_TIMEOUT_S,
+    GARBAGE_GRACE_S,
+    Owner,
+    current_owner,
+    hostname,
+    owner_alive,
+)
 
 if TYPE_CHECKING:
     from nodewatch.tasks.core.store import Store
 
 log = logging.getLogger("nodewatch.locks")
 
-DEFAULT_TIMEOUT_S = 300.0
-"""How long to wait for a live lock before :class:`LockBusyError`."""
-DEFAULT_LEASE_S = 7200.0
-"""Lease of a lock held by another host (setting ``lock_lease_s``)."""
-GARBAGE_GRACE_S = 1.0
-"""An unreadable lock file is stale once it has not changed for this long."""
 BREAK_STALE_S = 10.0
 """A break lock (held for microseconds) older than this was left by a killed waiter."""
 _MAX_READ = 65536

@@ -29,6 +29,15 @@ from typing import Any
 
 log = logging.getLogger("nodewatch.owner")
 
+# Lock timing shared by both lock kinds (:class:`nodewatch.tasks.core.locks.FileLock` and
+# :class:`nodewatch.tasks.core.s3lease.S3Lease`); here because ``locks`` imports ``s3lease``.
+DEFAULT_TIMEOUT_S = 300.0
+"""How long to wait for a live lock before :class:`~nodewatch.tasks.core.locks.LockBusyError`."""
+DEFAULT_LEASE_S = 7200.0
+"""Lease of a lock held by another host (setting ``lock_lease_s``)."""
+GARBAGE_GRACE_S = 1.0
+"""An unreadable lock file or lease object is stale once it has not changed for this long."""
+
 OWNER_FILE = ".nodewatch-owner.json"
 """Name of the owner file inside a scratch directory."""
 

@@ -15,7 +15,7 @@ still the version the caller saw. The lease is one small JSON object (e.g. ``sta
   ``Date``; both times are the *server's* clock, so host clock skew does not matter). It is stale when
   its owner is on this host and that process is gone (at once), when it was not renewed for its
   ``lease_s`` (``Date - Last-Modified > lease_s``: the holder died on another host, or hangs), or when
-  its content is not a lease we wrote and it has not changed for :data:`~nodewatch.tasks.core.locks.GARBAGE_GRACE_S`;
+  its content is not a lease we wrote and it has not changed for :data:`~nodewatch.tasks.core.owner.GARBAGE_GRACE_S`;
 * **take-over**: ``PutObject(If-Match: <the stale etag>)`` with our content: of several waiters exactly
   one wins (the others get 412 and look again); logged (logger ``nodewatch.locks``) naming the dead owner;
 * **release**: ``DeleteObject(If-Match: <our etag>)``: a lease taken over meanwhile is not deleted.
@@ -38,17 +38,19 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from nodewatch.tasks.core.owner import Owner, current_owner, hostname, owner_alive
+from nodewatch.tasks.core.owner import (
+    DEFAULT_LEASE_S,
+    DEFAULT_TIMEOUT_S,
+    GARBAGE_GRACE_S,
+    Owner,
+    current_owner,
+    hostname,
+    owner_alive,
+)
 
 log = logging.getLogger("nodewatch.locks")
 
 _MAX_READ = 65536
-DEFAULT_TIMEOUT_S = 300.0
-"""As :data:`nodewatch.tasks.core.locks.DEFAULT_TIMEOUT_S` (not imported: ``locks.store_lock`` imports this module)."""
-DEFAULT_LEASE_S = 7200.0
-"""As :data:`nodewatch.tasks.core.locks.DEFAULT_LEASE_S`."""
-GARBAGE_GRACE_S = 1.0
-"""As :data:`nodewatch.tasks.core.locks.GARBAGE_GRACE_S`: an unreadable lease is stale once unchanged this long."""
 
 
 def precondition_failed(exc: BaseException) -> bool:
