@@ -9,11 +9,13 @@ the template miner (state kept across days like the nightly step), PaRS anonymis
 second miner on the anonymised text (what an outside party would do), per-night filtering of frequent/periodic
 templates (on raw templates, resp. on the anonymised templates). SG is counted per node in ``--bin-min`` (5) minute
 bins (saved with ``--dump``; ``--load`` evaluates saved bins without rendering again); the detector sees the 30 min
-before every observation moment (a sliding window, models/syslog/dynamic.py) and runs per vicinity: rack within
-architecture (the paper's final choice, default), rack, architecture, global, the resource-allocation vicinity
-(nodes of the same job at that moment, from the simulator's job allocations) and their union/intersection; the
-time-of-failure vicinity (failures within 10 min of each other) is offline only, as in the paper. Windows in
-which the node boots (a known outage) are not alarms.
+before every observation moment (a sliding window, models/syslog/dynamic.py), and on the filtered variants also the
+shorter ``SyslogSettings.extra_windows`` (10 min, >= 8 lines) at the same moments, abnormal in any window = one
+alarm (Eq. S2; ``--extra-windows ''`` = the 30-min window alone, ``--sweep-windows`` = the dev grid), and runs per
+vicinity: rack within architecture (the paper's final choice, default), rack, architecture, global, the
+resource-allocation vicinity (nodes of the same job at that moment, from the simulator's job allocations) and their
+union/intersection; the time-of-failure vicinity (failures within 10 min of each other) is offline only, as in the paper.
+Windows in which the node boots (a known outage) are not alarms.
 
 Ground truth: the simulator's failures (``Schedule.failures``; admin reboots are maintenance, not failures); also
 reported: recall among failures with a syslog precursor and among *regular* failures (not ``rack_power``, the
@@ -48,6 +50,7 @@ from nodewatch.models.syslog.dynamic import (  # noqa: E402
     allocation_labels,
     failure_time_groups,
     label_detect,
+    multi_window_detect,
     sliding_any,
     sliding_sg,
 )
@@ -70,12 +73,17 @@ VARIANTS = ("raw", "anonymised", "filtered", "filtered+anonymised")
 
 
 def detect(sg: np.ndarray, groups: list[np.ndarray], cfg: SyslogSettings) -> np.ndarray:
-    """Flags (nodes x windows) of the vicinity detector."""
+    """Flags (nodes x windows) of the vicinity detector on one SG window."""
     flags = np.zeros(sg.shape, bool)
     for g in groups:
         ab, _ = two_means_threshold(sg[g].T, cfg.density_factor, cfg.min_sg)
         flags[g] = ab.T
     return flags
+
+
+def windows_of(cfg: SyslogSettings, bin_min: int) -> list[tuple[int, float]]:
+    """``[(bins, min_sg)]``: the main window then ``cfg.extra_windows`` (Eq. S2), in ``bin_min`` bins."""
+    return [(w // bin_min, float(m)) for w, m in [(cfg.window_min, cfg.min_sg), *cfg.extra_windows]]
 
 
 def baseline(sg: np.ndarray, hist: int = 48, z: float = 6.0) -> np.ndarray:
@@ -237,7 +245,8 @@ def evaluate(a: argparse.Namespace, cfg: SyslogSettings, sim: SimConfig, sched: 
     hz = a.horizon_min * 60 * NS
 
     raw_cfg = cfg.model_copy(update={"density_factor": a.raw_factor or cfg.density_factor,
-                                     "min_sg": cfg.min_sg if a.raw_min_sg is None else a.raw_min_sg})
+                                     "min_sg": cfg.min_sg if a.raw_min_sg is None else a.raw_min_sg,
+                                     "extra_windows": []})  # raw/anonymised: the 30-min window (no short ones chosen)
 
     def run(v: str, vic: str, c: SyslogSettings | None = None) -> np.ndarray:
         c = c or (cfg if v.startswith("filtered") else raw_cfg)
@@ -247,6 +256,8 @@ def evaluate(a: argparse.Namespace, cfg: SyslogSettings, sim: SimConfig, sched: 
         elif vic in ("rack_arch|job", "rack_arch&job"):
             f1_, f2_ = run(v, "rack_arch", c), run(v, "job", c)
             f = (f1_ | f2_) if "|" in vic else (f1_ & f2_)
+        elif len(c.extra_windows):  # Eq. S2: the main window and the shorter ones, union
+            f = multi_window_detect(bins[v.replace("+", "_")], groups[vic], windows_of(c, a.bin_min), c.density_factor)[0]
         else:
             f = detect(s, groups[vic], c)
         return f & ~boots["anonymised" if "anonymised" in v else "raw"]
@@ -257,8 +268,8 @@ def evaluate(a: argparse.Namespace, cfg: SyslogSettings, sim: SimConfig, sched: 
 
     print(f"\n{a.nodes} nodes x {a.days} days, {len(f_ns)} failures ({has_pre.sum()} with a syslog precursor, "
           f"{regular.sum()} regular = not rack_power); SG window {cfg.window_min} min sliding by {a.bin_min} min; "
-          f"nodes busy {busy:.0%} of moments; density_factor {cfg.density_factor}, min_sg {cfg.min_sg} (raw/anonymised: "
-          f"{raw_cfg.density_factor}, {raw_cfg.min_sg})")
+          f"nodes busy {busy:.0%} of moments; density_factor {cfg.density_factor}, min_sg {cfg.min_sg}, extra windows "
+          f"(min, min_sg) {cfg.extra_windows} (raw/anonymised: {raw_cfg.density_factor}, {raw_cfg.min_sg}, none)")
     if a.sweep:
         print("\nsweep (filtered): vicinity factor min_sg -> precision recall@0 alarms")
         grid = [("filtered", vic, fac, ms) for vic in (a.vicinity, "job") for fac in (2, 3, 4, 6, 8)
@@ -269,6 +280,18 @@ def evaluate(a: argparse.Namespace, cfg: SyslogSettings, sim: SimConfig, sched: 
             s = score(run(v, vic, c2))
             print(f"  {v:8s} {vic:9s} {fac:3d} {ms:3d}: {s['precision']:.2f} {s['recall@0min']:.2f} "
                   f"F1 {f1(s):.2f} {int(s['episodes'])}", flush=True)
+    if a.sweep_windows:
+        print("\nsweep (filtered, dev seed only): extra windows [(min, min_sg)] -> regular failures: precision recall@0 "
+              "recall@10 F1 alarms")
+        grid: list[list[tuple[int, float]]] = [[]]
+        for w in (5, 10, 15, 20):
+            grid += [[(w, float(m))] for m in (3, 4, 5, 6, 7, 8, 9, 10, 12) if m >= 15 * w / 60]
+        grid += [[(15, 10.0), (10, 8.0)], [(15, 9.0), (10, 8.0)], [(20, 12.0), (15, 10.0), (10, 8.0)],
+                 [(10, 8.0), (5, 7.0)]]
+        for ew in grid:
+            s = score(run("filtered", a.vicinity, cfg.model_copy(update={"extra_windows": ew})), regular)
+            print(f"  {ew}: {s['precision']:.2f} {s['recall@0min']:.2f} {s['recall@10min']:.2f} F1 {f1(s):.2f} "
+                  f"{int(s['episodes'])}", flush=True)
     print(f"\nTable V (vicinity {a.vicinity}, horizon {a.horizon_min} min); truth = regular failures (the paper's, "
           f"{regular.sum()}) or all failures ({len(f_ns)}); recall at the failure moment and with lead >= 0/10/30/60 min")
     print("| data | truth | precision | recall @moment | recall@0 | @10min | @30min | @60min | "
@@ -299,11 +322,20 @@ def evaluate(a: argparse.Namespace, cfg: SyslogSettings, sim: SimConfig, sched: 
         print(f"filtered + silence, found by failure + {late} min (after the fact; not Table V): precision "
               f"{s['precision']:.2f} recall {s['recall@0min']:.2f} alarms {int(s['episodes'])}")
     ff = run("filtered", a.vicinity)
-    print("\nFailures with a syslog footprint, by its length (filtered, regular failures): found = recall@0")
-    for lo, hi in ((0, 19), (19, 30), (30, 60), (60, 10**9)):
+    f30 = run("filtered", a.vicinity, cfg.model_copy(update={"extra_windows": []}))
+    print("\nFailures with a syslog footprint, by its length (filtered, regular failures): found = recall@0 "
+          f"(extra windows {cfg.extra_windows}; the {cfg.window_min}-min window alone)")
+    for lo, hi in ((0, 10), (10, 19), (19, 30), (30, 60), (60, 10**9)):
         m = has_pre & regular & (pre_min >= lo) & (pre_min < hi)
         r = score(ff, m)["recall@0min"] if m.any() else float("nan")
-        print(f"  {lo}-{hi if hi < 10**9 else 'inf'} min: {int(m.sum())} failures, found {r:.2f}")
+        r30 = score(f30, m)["recall@0min"] if m.any() else float("nan")
+        print(f"  {lo}-{hi if hi < 10**9 else 'inf'} min: {int(m.sum())} failures, found {r:.2f} ({r30:.2f})")
+    s, s30 = score(ff, regular), score(f30, regular)
+    print(f"  all regular: {cfg.window_min}-min window alone: precision {s30['precision']:.2f} recall@0 "
+          f"{s30['recall@0min']:.2f} alarms {int(s30['episodes'])}; with the extra windows: {s['precision']:.2f} "
+          f"{s['recall@0min']:.2f} {int(s['episodes'])}; false alarm episodes per 1000 node-days "
+          f"{(s30['episodes'] - s30['true_episodes']) / (topo.n * a.days) * 1000:.2f} -> "
+          f"{(s['episodes'] - s['true_episodes']) / (topo.n * a.days) * 1000:.2f}")
     print("\nVicinities (filtered syslog): Table IV analogue")
     for vic in ("rack_arch", "rack", "arch", "global", "job", "rack_arch|job", "rack_arch&job"):
         fv = run("filtered", vic)
@@ -343,6 +375,9 @@ def main() -> None:
     ap.add_argument("--bin-min", type=int, default=5, help="SG bin (the 30-min window slides by one bin)")
     ap.add_argument("--dump", default=None, help="save the SG matrices and truth to this .npz")
     ap.add_argument("--sweep", action="store_true", help="print precision/recall over density_factor x min_sg")
+    ap.add_argument("--sweep-windows", action="store_true", help="print precision/recall over extra SG windows (dev)")
+    ap.add_argument("--extra-windows", default=None,
+                    help="extra SG windows 'min:min_sg,...' ('' = none; default: SyslogSettings.extra_windows)")
     ap.add_argument("--precursor-rate", type=float, default=None, help="syslog_precursor_lines_per_min (default: simulator's)")
     ap.add_argument("--precursor-share", type=float, default=None,
                     help="syslog_precursor_share (paper-like setting; default: simulator's -1 = telemetry windows)")
@@ -359,6 +394,9 @@ def main() -> None:
         cfg = cfg.model_copy(update={"density_factor": a.factor})
     if a.min_sg is not None:
         cfg = cfg.model_copy(update={"min_sg": a.min_sg})
+    if a.extra_windows is not None:
+        ew = [(int(x.split(":")[0]), float(x.split(":")[1])) for x in a.extra_windows.split(",") if x.strip()]
+        cfg = SyslogSettings(**{**cfg.model_dump(), "extra_windows": ew, "step_min": a.bin_min})
     kw = {} if a.precursor_rate is None else {"syslog_precursor_lines_per_min": a.precursor_rate}
     if a.precursor_share is not None:
         kw["syslog_precursor_share"] = a.precursor_share

@@ -8,6 +8,12 @@
   each other"; dynamic, it changes as jobs start and end. :func:`allocation_labels` gives the job of every node
   at every observation moment, :func:`label_detect` runs the two-means relative-density threshold
   (:func:`nodewatch.models.syslog.vicinity.two_means_threshold`) inside every (moment, job) group.
+* **Several window lengths** (§II-E, §V): the window is "fixed (e.g. 30 minutes)" and the paper plans "to dynamically
+  adjust the interval of the sliding time window which calculates the SG parameter of each node" (§V, future work).
+  :func:`multi_window_detect` runs the same vicinity threshold on the SG of several window lengths ``w_i`` (each
+  with its own floor ``min_sg_i``) at the same observation moments and takes the union (Eq. S2:
+  ``A_t(n) = OR_i [n abnormal in its vicinity for SG over the w_i before t]``): a short burst that the 30-min
+  window dilutes below its floor stands out in a short one, a slow one still needs the long window.
 * **Time-of-failure vicinity** (§II-A4): "all nodes that experience a failure within the same predefined time
   interval (10 minutes)" — known only after the failures, so the paper uses it offline (§III-D):
   :func:`failure_time_groups`.
@@ -92,6 +98,33 @@ def label_detect(sg: np.ndarray, labels: np.ndarray, factor: float, min_sg: floa
             flags[node[sel], mom[sel]] = ab[r, p]
             score[node[sel], mom[sel]] = sc[r, p]
     return flags, score
+
+
+def multi_window_detect(bins: np.ndarray, groups: list[np.ndarray], windows: list[tuple[int, float]],
+                        factor: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Eq. S2: union over ``windows`` = ``[(k bins, min_sg), ...]`` of the two-means relative-density threshold
+    (:func:`~nodewatch.models.syslog.vicinity.two_means_threshold`) on the sliding SG of ``k`` bins (Eq. S1),
+    per vicinity ``groups`` (index arrays into the rows of ``bins``, nodes x bins).
+
+    Returns ``(flags, score, which)`` shaped like ``bins``: abnormal in any window; the score of the flagging window
+    with the highest score (else the highest score of any window); the index in ``windows`` of that window.
+    """
+    b = np.asarray(bins)
+    flags = np.zeros(b.shape, bool)
+    score = np.full(b.shape, -np.inf)
+    which = np.zeros(b.shape, np.int64)
+    for i, (k, min_sg) in enumerate(windows):
+        sg = sliding_sg(b, int(k))
+        for g in groups:
+            ab, sc = two_means_threshold(sg[g].T, factor, min_sg)
+            ab, sc = ab.T, sc.T
+            # a flagging window beats a non-flagging one; among equals the higher score wins
+            better = (ab & ~flags[g]) | ((ab == flags[g]) & (sc > score[g]))
+            score[g] = np.where(better, sc, score[g])
+            which[g] = np.where(better, i, which[g])
+            flags[g] |= ab
+    score[~np.isfinite(score)] = 0.0
+    return flags, score, which
 
 
 def failure_time_groups(fail_node: np.ndarray, fail_ns: np.ndarray, interval_ns: int) -> list[np.ndarray]:

@@ -11,7 +11,9 @@ Store outputs (docs/syslog.md), besides the templates of :mod:`nodewatch.tasks.s
 replaces both. Vicinities come from the staged topology (rack, architecture; ``rack_arch`` = the paper's best,
 physical location within one architecture); without a topology every node is in one ``global`` vicinity.
 SG is the number of lines in the ``window_min`` (30) minutes before each observation moment, one moment every
-``step_min`` (5) minutes (the paper's sliding window; the first moments of a day see only that day's lines).
+``step_min`` (5) minutes (the paper's sliding window; the first moments of a day see only that day's lines), and
+the shorter ``extra_windows`` (10 min) at the same moments: abnormal in any of them is abnormal (Eq. S2 of
+models/syslog/dynamic.py); a row's ``sg`` and ``score`` are those of the window that flagged it.
 Windows in which a node boots (its own kernel/systemd boot line) are never abnormal: that outage is known.
 """
 
@@ -26,9 +28,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nodewatch.models.syslog.dynamic import allocation_labels, label_detect, sliding_any, sliding_sg
+from nodewatch.models.syslog.dynamic import (
+    allocation_labels,
+    label_detect,
+    multi_window_detect,
+    sliding_any,
+    sliding_sg,
+)
 from nodewatch.models.syslog.filtering import filtered_templates
-from nodewatch.models.syslog.vicinity import sg_matrix, two_means_threshold
+from nodewatch.models.syslog.vicinity import sg_matrix
 from nodewatch.schemas.syslog_analytics import SYSLOG_ABNORMAL, SYSLOG_FILTERS
 from nodewatch.tasks.core.commit import StagedCommit
 from nodewatch.tasks.core.store import Store
@@ -129,16 +137,17 @@ def job_labels(store: Store, nodes: list[str], day: date, moments_ns: np.ndarray
     return out, list(ids)
 
 
-def detect(sg: np.ndarray, groups: list[np.ndarray], labels: list[str], cfg: SyslogSettings
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Abnormal flags, scores and vicinity index per (node, window)."""
-    flags = np.zeros(sg.shape, bool)
-    score = np.zeros(sg.shape)
-    vic = np.zeros(sg.shape[0], np.int64)
+def detect(bins: np.ndarray, groups: list[np.ndarray], labels: list[str], cfg: SyslogSettings
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
+    """Abnormal flags, scores, vicinity index per node, index of the deciding window per (node, moment) and the SG
+    of every window, from the ``step_min`` bins (``cfg.windows()``: the main window then the extra ones, Eq. S2)."""
+    windows = cfg.windows()
+    flags, score, which = multi_window_detect(bins, groups, windows, cfg.density_factor)
+    sgs = [sliding_sg(bins, k) for k, _ in windows]
+    vic = np.zeros(bins.shape[0], np.int64)
     for k, g in enumerate(groups):
-        ab, sc = two_means_threshold(sg[g].T, cfg.density_factor, cfg.min_sg)
-        flags[g], score[g], vic[g] = ab.T, sc.T, k
-    return flags, score, vic
+        vic[g] = k
+    return flags, score, vic, which, sgs
 
 
 def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, export: bool = False,
@@ -159,7 +168,8 @@ def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, expor
     tid = rows["template_id"].to_numpy()
     filt = filtered_templates(tid, nidx, tns, cfg.filter_share, cfg.filter_periodic_cv, node_share=cfg.filter_node_share)
     keep = ~np.isin(tid, np.array(sorted(filt), np.int64)) if cfg.filtered else np.ones(len(tid), bool)
-    sg = sliding_sg(sg_matrix(tns[keep], nidx[keep], len(nodes), d0, step_ns, n_win), k)
+    bins = sg_matrix(tns[keep], nidx[keep], len(nodes), d0, step_ns, n_win)
+    sg_main = sliding_sg(bins, k)
     staged = tr.source
     boot = pc.fill_null(pc.match_substring_regex(staged["message"], BOOT_RE), False)
     b = staged.filter(boot)
@@ -167,16 +177,17 @@ def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, expor
     booting = sliding_any(sg_matrix(pc.cast(b["time"], pa.int64()).to_numpy(), b_idx, len(nodes), d0, step_ns, n_win) > 0, k)
     static = cfg.vicinity.split("|")[0] if cfg.vicinity != "job" else "global"
     groups, labels = vicinities(store, nodes, static)
-    flags, score, vic = detect(sg, groups, labels, cfg)
-    vic_label = np.array(labels, object)[np.broadcast_to(vic[:, None], sg.shape)]
+    flags, score, vic, which, sgs = detect(bins, groups, labels, cfg)
+    vic_label = np.array(labels, object)[np.broadcast_to(vic[:, None], bins.shape)]
     peer_sel: dict[tuple[int, int], np.ndarray] = {}
     if "job" in cfg.vicinity:
         if cfg.vicinity == "job":
             flags[:], score[:] = False, 0.0
         moments = d0 + (np.arange(n_win) + 1) * step_ns
         jl, job_ids = job_labels(store, nodes, day, moments)
-        jf, js = label_detect(sg, jl, cfg.density_factor, cfg.min_sg)
+        jf, js = label_detect(sg_main, jl, cfg.density_factor, cfg.min_sg)
         take = jf & (~flags | (js > score))
+        which = np.where(take, 0, which)
         flags |= jf
         score = np.where(take, js, score)
         for i, w in zip(*np.nonzero(take), strict=True):
@@ -184,6 +195,7 @@ def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, expor
             peer_sel[(int(i), int(w))] = np.flatnonzero(jl[:, w] == jl[i, w])
     flags &= ~booting
     ni, wi = np.nonzero(flags)
+    sg = np.choose(which, sgs) if len(sgs) > 1 else sgs[0]  # SG of the window that decided each (node, moment)
     abnormal = pa.table({
         "node": [nodes[i] for i in ni.tolist()],
         "window_end": pa.array(d0 + (wi + 1) * step_ns, pa.int64()).cast(pa.timestamp("ns", tz="UTC")),
@@ -213,7 +225,8 @@ def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, expor
     res = DayResult(ds, tr, filt, abnormal, outs)
     for i, w in zip(ni.tolist(), wi.tolist(), strict=True):
         g = peer_sel.get((i, w), groups[vic[i]])
-        live = sg[g, w][sg[g, w] > 0]
+        x = sgs[which[i, w]][g, w]  # the vicinity in the same window length
+        live = x[x > 0]
         res.peer_median.append(float(np.median(live)) if len(live) else 0.0)
         res.peers.append(int(len(live)))
     res.counts = {"rows": tr.rows, "templates": tr.templates, "filtered_templates": len(filt),

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class SyslogSettings(BaseModel):
@@ -31,6 +31,10 @@ class SyslogSettings(BaseModel):
     """Multiplier of the relative-density threshold (docs/syslog.md; chosen on simulator seed 2)."""
     min_sg: float = Field(15.0, ge=0.0)
     """A node must log at least this many lines in the window to be abnormal by a high SG."""
+    extra_windows: list[tuple[int, float]] = Field(default_factory=lambda: [(10, 8.0)], max_length=8)
+    """Shorter SG windows ``(minutes, min_sg)`` judged at the same moments; abnormal in any window = abnormal
+    (models/syslog/dynamic.multi_window_detect, Eq. S2; chosen on simulator seed 2, docs/syslog.md). ``[]``: the
+    30-min window alone. Static vicinities only (the ``job`` vicinity uses ``window_min``)."""
     export_anonymised: bool = True
     """Nightly: write the day's anonymised log to exports/syslog/ (and the encrypted mapping)."""
     filtered: bool = True
@@ -45,3 +49,16 @@ class SyslogSettings(BaseModel):
     """PaRS: also hash numbers (otherwise numbers stay, since they carry no identity in most templates)."""
     secret_env: str = Field("NODEWATCH_SYSLOG_SECRET", pattern="^[A-Z_][A-Z0-9_]*$")
     """Environment variable with the site secret; else the per-store key file keys/syslog-anon.key."""
+
+    @model_validator(mode="after")
+    def _windows_on_the_step(self) -> SyslogSettings:
+        """Every SG window is a whole number of observation steps (SG is summed from ``step_min`` bins)."""
+        for w, m in [(self.window_min, self.min_sg), *self.extra_windows]:
+            if w < self.step_min or w % self.step_min or w > 1440 or m < 0:
+                raise ValueError(f"SG window {w} min (min_sg {m}) must be a multiple of step_min={self.step_min} "
+                                 f"and at most 1440 min, with min_sg >= 0")
+        return self
+
+    def windows(self) -> list[tuple[int, float]]:
+        """``[(bins, min_sg), ...]`` of the main window then the extra ones, for :func:`multi_window_detect`."""
+        return [(w // self.step_min, float(m)) for w, m in [(self.window_min, self.min_sg), *self.extra_windows]]
