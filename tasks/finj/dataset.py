@@ -161,10 +161,13 @@ def campaign_view(raw: Raw, cores: tuple[int, ...]) -> Raw:
       are the sums over those cores and only those cores get per-core feature sets (the other cores'
       ``#k`` columns are dropped): a 1-core target node on a 2-core machine.
 
-    Memory, load, disk and network metrics stay node-wide (the kernel does not split them by tenant; the
-    run's ``apps`` cgroup metrics are the job's own share)."""
+    * the node's memory and paging are the target node's own (:func:`target_memory`): the run's cgroups summed.
+
+    Load, disk and network metrics stay node-wide (the kernel does not split them by tenant here; the run's
+    ``apps`` cgroup metrics are the job's own share)."""
     from nodewatch.tasks.finj.sampler import STAT_FIELDS
 
+    raw = target_memory(raw, cores)
     col = {c: i for i, c in enumerate(raw.columns)}
     vals = raw.values.copy()
     suffixes = [""] + [f"#{k}" for k in range(raw.n_cores)]
@@ -190,9 +193,83 @@ def campaign_view(raw: Raw, cores: tuple[int, ...]) -> Raw:
     return Raw(raw.t0, cols, vals[:, keep], raw.events, raw.n_cores, raw.excluded, raw.missing, tuple(cores))
 
 
-EXCLUDED_PREFIXES = ("cgroup.faults.",)
-"""Raw metrics never used as features: the fault programs' own cgroup would name the injection itself (a real
-fault does not live in a labelled cgroup); it stays in ``raw.csv`` for checking the campaign."""
+TARGET_GROUPS = ("apps", "faults", "sys")
+"""The run's cgroups whose sum is the target node (every process the campaign started, faults included)."""
+TARGET_FIELDS = (
+    "mem_usage",
+    "rss",
+    "cache",
+    "mapped_file",
+    "anon",
+    "file",
+    "pgfault",
+    "pgmajfault",
+    "pgpgin",
+    "pgpgout",
+    "mem_failcnt",
+    "mem_events_high",
+    "mem_events_max",
+    "io_read_bytes",
+    "io_write_bytes",
+    "io_read_ops",
+    "io_write_ops",
+    "task_rchar",
+    "task_wchar",
+    "task_syscr",
+    "task_syscw",
+    "task_read_bytes",
+    "task_write_bytes",
+)
+"""Memory, paging and I/O fields of ``cgroup.py:group_stats`` summed into ``target.<field>``."""
+NODE_IO_VMSTAT = frozenset(
+    {"vmstat.nr_dirtied", "vmstat.nr_written", "vmstat.nr_dirty", "vmstat.nr_writeback", "vmstat.pgpgin", "vmstat.pgpgout"}
+)
+"""Node-wide ``vmstat`` I/O fields kept beside ``diskstats`` (disk traffic, not memory) in the target view."""
+
+
+def target_memory(raw: Raw, cores: tuple[int, ...] = ()) -> Raw:
+    """The target node's own memory, paging and I/O (campaign view), for a campaign with run cgroups.
+
+    A real node's ``/proc/meminfo`` counts every process on it, the faulty one included; on a shared machine
+    it counts everybody's. So ``target.<field>`` = the sum over the run's groups (:data:`TARGET_GROUPS`) of
+    ``cgroup.<group>.<field>`` (:data:`TARGET_FIELDS`), summed per second *before* any derivative (counters
+    stay counters), ``target.mem_free`` = capacity - ``target.mem_usage`` with capacity = ``MemTotal`` x the
+    campaign's share of the cores (``len(cores) / n_cores``; a constant: only the level moves), and the
+    node-wide ``meminfo.*`` / ``vmstat.*`` columns are dropped (other tenants' memory), except the ``vmstat``
+    disk-traffic fields of :data:`NODE_IO_VMSTAT`, which stay node-wide like ``diskstats``. The ``faults``
+    group never enters on its own (:data:`EXCLUDED_PREFIXES`). No-op without the ``apps`` group's memory
+    (older campaigns, staged telemetry)."""
+    col = {c: i for i, c in enumerate(raw.columns)}
+    if "cgroup.apps.mem_usage" not in col or any(c.startswith("target.") for c in col):
+        return raw
+    names, cols = [], []
+    for f in TARGET_FIELDS:
+        idx = [col[f"cgroup.{g}.{f}"] for g in TARGET_GROUPS if f"cgroup.{g}.{f}" in col]
+        if idx:
+            names.append(f"target.{f}")
+            cols.append(raw.values[:, idx].sum(axis=1))
+    if "meminfo.MemTotal" in col:
+        share = len(cores or range(raw.n_cores)) / raw.n_cores
+        names.append("target.mem_free")
+        cols.append(raw.values[:, col["meminfo.MemTotal"]] * share - cols[names.index("target.mem_usage")])
+    keep = [j for j, c in enumerate(raw.columns) if not c.startswith(("meminfo.", "vmstat.")) or c in NODE_IO_VMSTAT]
+    return Raw(
+        raw.t0,
+        [raw.columns[j] for j in keep] + names,
+        np.column_stack([raw.values[:, keep], *cols]),
+        raw.events,
+        raw.n_cores,
+        raw.excluded,
+        raw.missing,
+        raw.cores,
+    )
+
+
+EXCLUDED_PREFIXES = ("cgroup.faults.", "cgroup.sys.")
+"""Raw metrics never used as features on their own: the fault programs' own cgroup would name the injection
+itself (a real fault does not live in a labelled cgroup); it stays in ``raw.csv`` for checking the campaign. The
+``sys`` group (the sampler and the engine's helpers) is monitoring overhead. Both enter the target node's totals
+(:func:`target_memory`), as they would enter a real node's ``/proc/meminfo``."""
 _BUSY = ("user", "nice", "sys", "irq", "softirq")
 
 

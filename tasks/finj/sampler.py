@@ -11,7 +11,7 @@ once per second, aligned to whole seconds, and appends one row per sample to two
   per-core ones (raw counters), the input of the fault-classification features (``features.py``).
 
 With the run's control groups (env ``NWFINJ_CGROUPS``, set by the engine) ``raw.csv`` also holds, like LDMS's
-cgroup/procstat samplers, the ``apps`` and ``faults`` groups' own CPU time (per core on cgroup v1), throttling,
+cgroup/procstat samplers, the ``apps``, ``faults`` and ``sys`` groups' own CPU time (per core on cgroup v1), throttling,
 memory and block I/O (``cgroup.<group>.<field>[#core]``, ``cgroup.py:group_stats``): the campaign's own
 processes, apart from whatever else runs on the machine.
 
@@ -54,7 +54,7 @@ def is_counter(name: str) -> bool:
     base = name.split("#", 1)[0]
     if base.startswith("derived."):
         return True  # dataset.add_derived: differences of CPU-time counters
-    if base.startswith("cgroup."):
+    if base.startswith(("cgroup.", "target.")):  # target.*: sums of the run's groups (dataset.target_memory)
         from nodewatch.tasks.finj.cgroup import CGROUP_COUNTERS
 
         return base.rsplit(".", 1)[-1] in CGROUP_COUNTERS
@@ -73,17 +73,26 @@ def _read(path: str) -> str:
 
 
 def cgroup_sample(cg: object | None) -> dict[str, float]:
-    """The ``apps`` and ``faults`` groups' statistics (``cgroup.<group>.<field>``, per core ``cgroup.<group>.cpu_usage#k``)."""
-    from nodewatch.tasks.finj.cgroup import group_stats
+    """The ``apps``, ``faults`` and ``sys`` groups' statistics (``cgroup.<group>.<field>``, per core
+    ``cgroup.<group>.cpu_usage#k``), with their processes' own I/O accounting (``task_*``, :class:`cgroup.TaskIO`)."""
+    from nodewatch.tasks.finj.cgroup import GROUPS, TaskIO, group_pids, group_stats
 
     out: dict[str, float] = {}
     if cg is None:
         return out
-    for g in ("apps", "faults"):
+    task_io = _TASK_IO.setdefault("io", TaskIO())
+    for g in GROUPS:
+        if g not in cg.dirs:  # type: ignore[attr-defined]
+            continue
         fields, per_core = group_stats(cg.dirs[g], cg.version)  # type: ignore[attr-defined]
+        fields.update(task_io.totals(g, group_pids(cg, g)))  # type: ignore[attr-defined,arg-type]
         out.update({f"cgroup.{g}.{k}": v for k, v in fields.items()})
         out.update({f"cgroup.{g}.cpu_usage#{k}": v for k, v in enumerate(per_core)})
     return out
+
+
+_TASK_IO: dict[str, object] = {}
+"""The sampler's one ``cgroup.TaskIO`` (under ``"io"``, created on first use)."""
 
 
 def _run_cgroups() -> object | None:

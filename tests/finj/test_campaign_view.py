@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from nodewatch.tasks.finj.cgroup import set_cpu_weight
-from nodewatch.tasks.finj.dataset import Raw, build, campaign_view, read_raw
+from nodewatch.tasks.finj.dataset import Raw, build, campaign_view, choose_layout, read_raw
+from nodewatch.tasks.finj.sampler import is_counter
 from nodewatch.tasks.finj.workload import GeneratorSpec, generate
 
 FIELDS = ("user", "nice", "sys", "idle")
@@ -143,3 +144,64 @@ def test_cpu_weight_on_the_real_kernel() -> None:
         assert (d / "cpu.shares").read_text().strip() == "65536"
     finally:
         d.rmdir()
+
+
+def _memory_campaign(d: Path) -> Path:
+    """A 1-core target node (core 1 of 2) on a machine whose other tenants eat memory: node MemFree falls 50 MB/s;
+    the run's groups: apps 100 MB steady (pgfault 10/s), a leak in ``faults`` from 60 s (16 MiB/s, pgfault 100/s),
+    ``sys`` 300 MB (the sampler)."""
+    d.mkdir()
+    n = 120
+    t = np.arange(n, dtype=float)
+    leak = np.where(t >= 60, 16 * 2**20 * (t - 59), 0.0)
+    cols = {
+        "procstat.user#0": 0.5 * t,
+        "procstat.user#1": 0.9 * t,
+        "meminfo.MemTotal": np.full(n, 8e9),
+        "meminfo.MemFree": 4e9 - 5e7 * t,
+        "vmstat.nr_free_pages": (4e9 - 5e7 * t) / 4096,
+        "vmstat.nr_dirtied": 7.0 * t,
+        "cgroup.apps.mem_usage": np.full(n, 1e8),
+        "cgroup.apps.pgfault": 10.0 * t,
+        "cgroup.faults.mem_usage": leak,
+        "cgroup.faults.pgfault": np.where(t >= 60, 100.0 * (t - 59), 0.0),
+        "cgroup.sys.mem_usage": np.full(n, 3e8),
+    }
+    rows = [",".join(["#Time", "Time_usec", "ProducerName", "component_id", "job_id", *cols])]
+    rows += [",".join([str(1000 + i), "0", "n", "0", "0", *(f"{v[i]:.1f}" for v in cols.values())]) for i in range(n)]
+    (d / "raw.csv").write_text("\n".join(rows) + "\n")
+    (d / "events.csv").write_text(
+        "time,event,seq,is_fault,program,low,cores,pid,status,detail\n"
+        "1060,start,1,True,leak,False,1,2,,\n1120,end,1,True,leak,False,1,2,ok,\n"
+    )
+    (d / "summary.json").write_text(json.dumps({"cores": [1]}))
+    return d
+
+
+def test_target_memory_by_hand(tmp_path: Path) -> None:
+    """Campaign view: the node's memory and paging are the run's cgroups summed (apps + faults + sys), per second
+    before any derivative; other tenants' node-wide memory is gone; ``--view node`` keeps it."""
+    camp = _memory_campaign(tmp_path / "m")
+    raw = read_raw(camp)
+    col = {c: i for i, c in enumerate(raw.columns)}
+    v = raw.values
+    assert not any(c.startswith("meminfo.") for c in raw.columns) and "vmstat.nr_free_pages" not in col
+    assert "vmstat.nr_dirtied" in col  # node-wide disk traffic stays
+    used = v[:, col["target.mem_usage"]]
+    assert used[10] == 4e8 and used[70] == pytest.approx(4e8 + 16 * 2**20 * 11)
+    # free = the target's share of MemTotal (1 of 2 cores) - used: falls 16 MiB/s in the leak, not 50 MB/s
+    free = v[:, col["target.mem_free"]]
+    assert free[10] == 4e9 - 4e8
+    assert np.diff(free)[30] == 0 and np.diff(free)[80] == pytest.approx(-16 * 2**20)
+    assert np.diff(v[:, col["target.pgfault"]])[30] == 10 and np.diff(v[:, col["target.pgfault"]])[80] == 110
+    assert is_counter("target.pgfault") and not is_counter("target.mem_usage")
+    layout = choose_layout(raw)
+    assert "target.mem_usage" in layout.node and "target.pgfault" in layout.counters
+    assert not any(c.startswith(("cgroup.faults.", "cgroup.sys.")) for c in layout.node)
+    ds = build(camp, layout)
+    names = ds.layout.feature_names()
+    i_pf, i_free = names.index("target.pgfault_avg"), names.index("target.mem_free_der_avg")
+    last = ds.features[-1, 0]  # window 60-119 s: all leak
+    assert last[i_pf] == pytest.approx(110) and last[i_free] == pytest.approx(-16 * 2**20)
+    node = read_raw(camp, view="node")
+    assert "meminfo.MemFree" in node.columns and not any(c.startswith("target.") for c in node.columns)

@@ -169,3 +169,27 @@ def test_group_stats_v2_cpu_on_the_real_kernel(tmp_path: Path) -> None:
         assert s["cpu_user"] + s["cpu_system"] == pytest.approx(s["cpu_usage"], abs=0.01)
     finally:
         d.rmdir()
+
+
+def test_task_io_counts_real_writes_and_keeps_exited_processes(tmp_path: Path) -> None:
+    """``TaskIO``: a real child's ``/proc/<pid>/io`` write calls and bytes, kept after it exits (a counter)."""
+    import subprocess
+    import sys
+
+    from nodewatch.tasks.finj.cgroup import TaskIO
+
+    code = (
+        "import sys\nwith open(sys.argv[1], 'wb', buffering=0) as f:\n    for _ in range(16):\n        f.write(b'x' * 65536)\n"
+        "print('written', flush=True)\nsys.stdin.read()\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "f")], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    io = TaskIO()
+    try:
+        assert io.totals("apps", set())["task_wchar"] == 0
+        assert child.stdout is not None and child.stdout.readline() == b"written\n"
+        live = io.totals("apps", {child.pid})
+        assert live["task_wchar"] >= 2**20 and live["task_syscw"] >= 16
+    finally:
+        child.communicate(b"")
+    gone = io.totals("apps", set())  # exited: its totals stay
+    assert gone == live and io.totals("faults", set())["task_wchar"] == 0
