@@ -3,7 +3,9 @@
 Evidence (all in robust z units, :mod:`nodewatch.models.anomaly.vicinity`):
 
 1. *temporal* ``Z`` (node, time, metric): each window against the node's own reference history,
-   conditioned on the job state (idle / busy) of the window;
+   conditioned on the job state (idle / busy) of the window, capped by the empirical surprise of the
+   deviation on the node's reference windows (Eq. E2 of :mod:`~nodewatch.models.anomaly.vicinity`): a step
+   the node's own history takes in >= 1% of its windows cannot score like a rare one;
 2. *job vicinity*: the deviation shared by the nodes of one job at the same time
    (:func:`~nodewatch.models.anomaly.vicinity.shared_component`, Ghiasvand & Ciorba's resource-
    allocation vicinity) is the job's doing, not a node anomaly, and windows with a job start or stop on
@@ -37,6 +39,7 @@ from nodewatch.models.anomaly.vicinity import (
     Reference,
     _nanmedian,
     conditioned_deviation,
+    empirical_cap,
     group_shift,
     kmeans_vicinity_outliers,
     shared_component,
@@ -89,6 +92,11 @@ class VerdictConfig:
     """quantile of the pooled within-job deviations that sets the job-peer scale (:func:`job_peer_z`)"""
     job_peer_z_cap: float = 3.0
     """the job-peer z counts up to this many times the node's own-history residual |e|"""
+    empirical_cap: bool = True
+    """cap each window's temporal |z| at the normal score of its empirical exceedance probability on the node's
+    reference windows of the same job state (:func:`~nodewatch.models.anomaly.vicinity.empirical_cap`, Eq. E2):
+    the usual step of a lattice-valued gauge (``procs_blocked`` 1/3 -> 0) no longer scores 3.07 / 3.29 on every
+    normal node-day (docs/verdicts.md). False = the scores of 4c11703"""
     infer_running: bool = True
     """when the jobs table cannot list the jobs running at the end of the day (staged daily sacct dumps hold
     only ended jobs), infer them from telemetry (:mod:`nodewatch.models.anomaly.running_jobs`)"""
@@ -263,6 +271,8 @@ def evidence(day: DayInputs, ref: Reference, cfg: VerdictConfig) -> Evidence:
     """Temporal and vicinity evidence of one day (module docstring, steps 1-4)."""
     d, sc = conditioned_deviation(day.x, day.busy, ref, day.transition)
     z = d / sc
+    if ref.levels is not None:  # Eq. E2: no larger than the empirical surprise of that deviation for the node
+        z = np.sign(z) * np.minimum(np.abs(z), empirical_cap(d, day.busy, ref, day.transition))
     have = np.isfinite(z)
     # job vicinity: remove what the nodes of one job share at the same time (in log units: a shared
     # burst is the same relative change on every node, whatever each node's own scale)

@@ -84,6 +84,12 @@ def robust_z(x: np.ndarray, loc: np.ndarray, scale: np.ndarray) -> np.ndarray:
         return (x - loc) / scale
 
 
+CAP_LEVELS = (0.5, 0.3, 0.2, 0.1, 0.05, 0.03, 0.02, 0.01)
+"""Exceedance probabilities ``p_j`` of :func:`empirical_levels` (Eq. E1): a deviation at least as large (same
+sign) as a share ``p >= 0.01`` of the reference windows' is capped at ``Phi^-1(1 - p_j)`` (Eq. E2); below 1%
+(under ~7 of a state's ~700 reference windows) the empirical tail is too thin and the parametric z stays."""
+
+
 @dataclass
 class Reference:
     """Per-node, per-metric reference of the node's own history, split by job state (idle / busy)."""
@@ -92,10 +98,71 @@ class Reference:
     """(2, node, metric): median for idle (0) and busy (1) windows."""
     scale: np.ndarray
     """(2, node, metric): 1.4826 * MAD, floored."""
+    levels: np.ndarray | None = None
+    """(2, node, metric, 2, len(CAP_LEVELS)): the deviation levels ``q_j`` of :func:`empirical_levels` for
+    deviations above (index 0) and below (1, of ``-dev``) the median (``None``: no cap, :func:`empirical_cap`
+    is +inf)."""
+
+
+def empirical_levels(dev: np.ndarray, axis: int = 1, levels: tuple[float, ...] = CAP_LEVELS) -> np.ndarray:
+    """Eq. E1: per slice of ``dev`` (signed deviations of the reference windows along ``axis``; NaN ignored)
+    and each exceedance probability ``p_j`` of ``levels``, the inverted-CDF quantile ``q_j`` of order
+    ``1 - p_j``: the ``ceil(n (1 - p_j))``-th smallest of the ``n`` finite values (Hyndman & Fan 1996,
+    definition 1), so that a share of **more than** ``p_j`` of the reference windows deviate by ``q_j`` or
+    more. Returned with the levels on a new last axis (NaN where a slice has no finite value). For the lower
+    side pass ``-dev``.
+
+    One sort along ``axis`` (NaN sorts last), as :func:`_nanmedian`.
+    """
+    x = np.moveaxis(np.asarray(dev, dtype=np.float32), axis, -1)
+    s = np.sort(x, axis=-1)
+    n = np.isfinite(x).sum(axis=-1)[..., None]
+    p = np.asarray(levels, dtype=np.float64)
+    k = np.ceil(n * (1.0 - p) - 1e-9).astype(np.int64)  # 1-based rank, (..., J)
+    idx = np.clip(k - 1, 0, max(x.shape[-1] - 1, 0))
+    q = np.take_along_axis(s, idx, axis=-1) if x.shape[-1] else np.full(idx.shape, np.nan, np.float32)
+    return np.where(n > 0, q, np.nan).astype(np.float32)
+
+
+def empirical_cap(d: np.ndarray, busy: np.ndarray | None, ref: Reference, transition: np.ndarray | None = None,
+                  levels: tuple[float, ...] = CAP_LEVELS) -> np.ndarray:
+    """Eq. E2: the largest |z| a deviation ``d`` (node, time, metric; :func:`conditioned_deviation`) may score,
+    given how often the node's reference windows of the same job state deviated at least as much on the
+    same side of the median.
+
+    With ``q_j`` of Eq. E1 (``ref.levels``, of ``dev`` for ``d >= 0``, of ``-dev`` for ``d < 0``): if
+    ``|d| <= q_j`` then the empirical exceedance probability ``P^(dev >= d)`` (resp. ``P^(dev <= d)``) is
+    ``> p_j``, and the normal score of that probability is at most ``c_j = Phi^-1(1 - p_j)``; the cap is
+    ``min_j {c_j : |d| <= q_j}`` (+inf if ``|d|`` exceeds every ``q_j``: rarer than 1% of the reference, the
+    parametric z stands). For a continuous metric whose scale is its sigma, ``c_j`` equals the z of ``q_j``,
+    so the cap only trims the body (|z| <= 2.33); for a lattice-valued gauge (a 15-min mean of 0-2 blocked
+    processes) the usual step down to 0, three MADs in log units but taken by 14-27% of the reference windows,
+    scores ``c(0.2) = 0.84`` or ``c(0.1) = 1.28`` instead of 3.07 / 3.29 (docs/verdicts.md), while a rise of
+    the same gauge beyond its usual values keeps its z. Transition windows (job start/stop) take the larger
+    level of the two states.
+    """
+    from statistics import NormalDist
+
+    da = np.asarray(d, dtype=np.float32)
+    if ref.levels is None:
+        return np.full(da.shape, np.inf, dtype=np.float32)
+    b = np.zeros(da.shape[:2], dtype=bool) if busy is None else np.asarray(busy, dtype=bool)
+    lv = np.where(b[:, :, None, None, None], ref.levels[1][:, None], ref.levels[0][:, None])
+    if transition is not None and np.asarray(transition).any():
+        tr = np.asarray(transition, dtype=bool)[:, :, None, None, None]
+        lv = np.where(tr, np.fmax(ref.levels[0], ref.levels[1])[:, None], lv)
+    side = np.where((da >= 0)[..., None], lv[..., 0, :], lv[..., 1, :])  # (node, time, metric, J)
+    mag = np.abs(da)
+    cap = np.full(da.shape, np.inf, dtype=np.float32)
+    for j in range(len(levels) - 1, -1, -1):  # the smallest c_j (largest p_j) whose level holds wins
+        c = NormalDist().inv_cdf(1 - levels[j])
+        cap = np.where(mag <= side[..., j], np.float32(c), cap)
+    return cap
 
 
 def fit_reference(
-    hist: np.ndarray, busy: np.ndarray | None, floor: float = 0.02, min_windows: int = 24, tail_q: float = 0.999
+    hist: np.ndarray, busy: np.ndarray | None, floor: float = 0.02, min_windows: int = 24, tail_q: float = 0.999,
+    empirical: bool = False,
 ) -> Reference:
     """Own-history reference of ``hist`` (node, time, metric; already log-transformed) per job state.
 
@@ -107,33 +174,44 @@ def fit_reference(
     a normal metric this equals sigma (no effect); for a metric that is mostly constant with rare jumps
     (error counters, small integer gauges, where the MAD is 0) one jump of the usual size scores about
     ``Phi^-1((1 + tail_q) / 2)`` (3.3), not thousands.
+
+    ``empirical``: also keep the deviation levels of Eq. E1 (:func:`empirical_levels`) per node, state and
+    side of the median, each at most the median over nodes (``Reference.levels``, used by :func:`empirical_cap`).
     """
     from statistics import NormalDist
 
     h = np.asarray(hist, dtype=np.float32)
     zq = NormalDist().inv_cdf((1 + tail_q) / 2)
 
-    def stats(hs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def stats(hs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
         loc, sc = robust_location_scale(hs, axis=1, floor=floor)
         dev = np.abs(hs - loc[:, None, :])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             tail = _nanmedian(np.nanquantile(dev, tail_q, axis=1), 0) / zq if dev.size else np.full(hs.shape[2], np.nan)
         sc = np.maximum(sc, np.nan_to_num(tail, nan=0.0)[None, :])
-        return loc, sc, np.isfinite(hs).sum(axis=1)
+        lv = None
+        if empirical:  # Eq. E1 per node and side, at most the median node's (a node's anomalous history cannot blind it)
+            sd = hs - loc[:, None, :]
+            own = np.stack([empirical_levels(sd, axis=1), empirical_levels(-sd, axis=1)], axis=2)
+            lv = np.fmin(own, _nanmedian(own, 0)[None])
+        return loc, sc, np.isfinite(hs).sum(axis=1), lv
 
-    loc_all, sc_all, _ = stats(h)
+    loc_all, sc_all, _, lv_all = stats(h)
     if busy is None:
-        return Reference(np.stack([loc_all, loc_all]), np.stack([sc_all, sc_all]))
-    locs, scs = [], []
+        lv2 = None if lv_all is None else np.stack([lv_all, lv_all])
+        return Reference(np.stack([loc_all, loc_all]), np.stack([sc_all, sc_all]), lv2)
+    locs, scs, lvs = [], [], []
     b = np.asarray(busy, dtype=bool)
     for state in (False, True):
         hs = np.where((b == state)[:, :, None], h, np.nan)
-        loc, sc, n = stats(hs)
+        loc, sc, n, lv = stats(hs)
         enough = n >= min_windows
         locs.append(np.where(enough, loc, loc_all))
         scs.append(np.where(enough, sc, sc_all))
-    return Reference(np.stack(locs), np.stack(scs))
+        if lv is not None and lv_all is not None:
+            lvs.append(np.where(enough[..., None, None], lv, lv_all))
+    return Reference(np.stack(locs), np.stack(scs), np.stack(lvs) if lvs else None)
 
 
 def conditioned_deviation(x: np.ndarray, busy: np.ndarray | None, ref: Reference,
