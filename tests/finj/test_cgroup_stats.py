@@ -158,14 +158,14 @@ def test_group_stats_v2_cpu_on_the_real_kernel(tmp_path: Path) -> None:
     d = root / f"nwfinj-test-{uuid.uuid4().hex[:8]}"
     d.mkdir()
     try:
-        code = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
+        code = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.05: pass\n"
 
         def join() -> None:
             (d / "cgroup.procs").write_text(str(os.getpid()))
 
         subprocess.run([sys.executable, "-c", code], preexec_fn=join, check=True, timeout=60)
         s, per_core = group_stats((str(d),), 2)
-        assert per_core == [] and 0.3 <= s["cpu_usage"] < 30 and s["cpu_user"] > 0
+        assert per_core == [] and 0.05 <= s["cpu_usage"] < 30 and s["cpu_user"] > 0
         assert s["cpu_user"] + s["cpu_system"] == pytest.approx(s["cpu_usage"], abs=0.01)
     finally:
         d.rmdir()
