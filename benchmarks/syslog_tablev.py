@@ -10,8 +10,8 @@ second miner on the anonymised text (what an outside party would do), per-night 
 templates (on raw templates, resp. on the anonymised templates). SG is counted per node in ``--bin-min`` (5) minute
 bins (saved with ``--dump``; ``--load`` evaluates saved bins without rendering again); the detector sees the 30 min
 before every observation moment (a sliding window, models/syslog/dynamic.py), and on the filtered variants also the
-shorter ``SyslogSettings.extra_windows`` (10 min, >= 8 lines) at the same moments, abnormal in any window = one
-alarm (Eq. S2; ``--extra-windows ''`` = the 30-min window alone, ``--sweep-windows`` = the dev grid), and runs per
+shorter ``SyslogSettings.extra_windows`` at the same moments, abnormal in any window = one alarm (Eq. S2; default
+none; ``--extra-windows 10:8`` = the 10-min window with >= 8 lines, ``--sweep-windows`` = the dev grid), and runs per
 vicinity: rack within architecture (the paper's final choice, default), rack, architecture, global, the
 resource-allocation vicinity (nodes of the same job at that moment, from the simulator's job allocations) and their
 union/intersection; the time-of-failure vicinity (failures within 10 min of each other) is offline only, as in the paper.

@@ -46,7 +46,34 @@ def test_union_is_one_alarm_episode_not_one_per_window():
 
 
 def test_window_settings_are_whole_steps():
-    assert SyslogSettings().windows() == [(6, 15.0), (2, 8.0)]
-    assert SyslogSettings(extra_windows=[]).windows() == [(6, 15.0)]
+    assert SyslogSettings().windows() == [(6, 15.0)]
+    assert SyslogSettings(extra_windows=[(10, 8.0)]).windows() == [(6, 15.0), (2, 8.0)]
     with pytest.raises(ValidationError, match="multiple of step_min"):
         SyslogSettings(extra_windows=[(7, 3.0)])
+
+
+def test_product_detector_uses_the_extra_window(tmp_path):
+    # 8 nodes log one line every 10 min (02:00-06:00); n03 adds 9 lines at 03:00..03:08, one a minute. 30-min
+    # window: at most 3 ticks + 9 = 12 < 15 lines, never abnormal. 10-min window ending 03:10: n03 1 tick + 9 = 10
+    # against 1 for each peer: centre 1, rho 0 -> 1, score 9 > 3 and 10 >= 8; ending 03:05 / 03:15: 6 and 5 < 8.
+    from datetime import UTC, date, datetime, timedelta
+
+    from syslog_cap_helpers import stage_syslog
+
+    from nodewatch.tasks.core.runs import new_run_id
+    from nodewatch.tasks.core.store import Store
+    from nodewatch.tasks.syslog.detect import analyse_day
+
+    t0 = datetime(2026, 3, 2, tzinfo=UTC)
+    rows = [(t0 + timedelta(hours=2, minutes=10 * j), f"n{i:02d}", "app", f"tick {i}") for i in range(1, 9)
+            for j in range(24)]
+    rows += [(t0 + timedelta(hours=3, minutes=k), "n03", "kernel", f"EDAC MC0: CE error {k}") for k in range(9)]
+    st = Store(str(tmp_path / "store"))
+    stage_syslog(st, rows)
+    day = date(2026, 3, 2)
+    assert analyse_day(st, day, new_run_id("t", {}), SyslogSettings(filtered=False)).abnormal.num_rows == 0
+    res = analyse_day(st, day, new_run_id("t", {}), SyslogSettings(filtered=False, extra_windows=[(10, 8.0)]))
+    ab = res.abnormal.to_pylist()
+    assert [(r["node"], r["window_end"], r["sg"]) for r in ab] == [("n03", t0 + timedelta(hours=3, minutes=10), 10)]
+    assert ab[0]["score"] == pytest.approx(9.0)
+    assert res.peer_median == [1.0] and res.peers == [8]
