@@ -57,6 +57,31 @@ def baseline_fit(x: np.ndarray, y: np.ndarray, epochs: int, seed: int = 0) -> fl
     return time.perf_counter() - t
 
 
+def coverage(pos, neg, hard, kinds: tuple[str, ...], busy) -> None:
+    """Print the training negatives inside each anomaly kind by node load (busy / idle), and the positives by load.
+
+    Sequences and node-days (a node-day counts under busy / idle if it holds such a sequence); random node-days
+    and hard negatives together, as the networks see them.
+    """
+    bp = busy(pos.x)
+    pre = np.asarray(pos.has_precursor, bool)
+    print(f"  positives with a precursor: busy {int((bp & pre).sum())}, idle {int((~bp & pre).sum())}")
+    parts = [q for q in (neg, hard) if q is not None and q.anomaly is not None]
+    an = np.concatenate([np.asarray(q.anomaly) for q in parts])
+    g = np.concatenate([np.asarray(q.group) for q in parts])
+    idx = np.flatnonzero(an > 0)
+    b = np.zeros(len(an), bool)
+    off = 0
+    for q in parts:  # busy only where needed (memory-mapped x: no full read)
+        sel = idx[(idx >= off) & (idx < off + len(q.y))] - off
+        b[sel + off] = busy(q.x[sel])
+        off += len(q.y)
+    for k, kind in enumerate(kinds, 1):
+        m = an == k
+        print(f"  negatives in {kind:20s}: busy {int((m & b).sum()):6,} seqs / {len(np.unique(g[m & b])):3d} node-days, "
+              f"idle {int((m & ~b).sum()):6,} / {len(np.unique(g[m & ~b])):3d}")
+
+
 def _seed_data(a: argparse.Namespace, seed: int) -> tuple:
     """(failures, ok, hard) of one seed, built or read from ``--cache`` (memory-mapped)."""
     from nodewatch.tasks.predict.dataset import Sequences, simulated_data
@@ -104,11 +129,13 @@ def main() -> None:
     ap.add_argument("--precursor-strength", type=float, default=None, help="default: the simulator's")
     ap.add_argument("--cache", default=None)
     ap.add_argument("--skip-baseline", action="store_true")
+    ap.add_argument("--no-stratify", action="store_true",
+                    help="epoch negatives uniform (before issue 18's stratified hard negatives)")
     a = ap.parse_args()
 
     from nodewatch.models.predict.ensemble import LeadTimeEnsemble
     from nodewatch.models.predict.uc import event_probability
-    from nodewatch.tasks.predict.dataset import ANOMALY_KINDS, summary
+    from nodewatch.tasks.predict.dataset import ANOMALY_KINDS, busy, hard_strata, summary
     from nodewatch.tasks.predict.evaluate import _split_groups, fps_table, held_out_rounds
     from nodewatch.tasks.predict.train import fps_markdown
 
@@ -126,6 +153,7 @@ def main() -> None:
             ha = int((hard.anomaly > 0).sum())
             print(f"  hard negatives: {len(hard.y):,} sequences of {len(np.unique(hard.group))} anomaly node-days, "
                   f"{ha:,} inside an anomaly")
+        coverage(pos, neg, hard, ANOMALY_KINDS, busy)
 
     # training time: batched vs six sequential networks, on the first seed's training data (75 % + hard negatives)
     pos, neg, hard = data[seeds[0]]
@@ -137,8 +165,12 @@ def main() -> None:
     n_pos = len(pos.y)
     x = np.concatenate([pos.x[tr[:n_pos]], neg.x[tr[n_pos:]]] + ([hard.x] if hard is not None else []))
     y = np.concatenate([y[tr]] + ([hard.y] if hard is not None else []))
+    strata = None
+    if not a.no_stratify:
+        st = np.concatenate([np.full(n_pos, -1, np.int64), hard_strata(neg)])
+        strata = np.concatenate([st[tr]] + ([hard_strata(hard)] if hard is not None else []))
     t, c = time.perf_counter(), time.process_time()
-    LeadTimeEnsemble(epochs=a.epochs).fit(x, y)
+    LeadTimeEnsemble(epochs=a.epochs).fit(x, y, strata=strata)
     batched, batched_cpu = time.perf_counter() - t, time.process_time() - c
     line = (f"train six networks ({len(y):,} sequences, {a.epochs} epochs): batched {batched:.2f} s wall "
             f"({batched_cpu:.2f} s CPU)")
@@ -152,7 +184,8 @@ def main() -> None:
     p_e, _ = event_probability(int(np.mean([len(d[0].y) for d in data.values()])), a.nodes * a.days * 86400 // 15)
     rounds = [(s, seeds[(i + 1) % len(seeds)]) for i, s in enumerate(seeds)] if len(seeds) > 1 else [(seeds[0], seeds[0])]
     t = time.perf_counter()
-    cv = held_out_rounds(data, rounds, epochs=a.epochs)
+    cv = held_out_rounds(data, rounds, epochs=a.epochs, stratify=not a.no_stratify)
+    print(f"epoch negatives: {'uniform' if a.no_stratify else 'stratified (anomaly kind x node load, half of each epoch)'}")
     print(f"Monte-Carlo rounds (train seed -> test seed {rounds}): {time.perf_counter() - t:.1f} s; P(E) = {p_e:.3g}; "
           f"load {os.getloadavg()[0]:.1f}")
     for r in cv.to_dict(orient="records"):

@@ -124,12 +124,20 @@ class LeadTimeEnsemble:
     lr: float = 0.01
     neg_per_pos: int = 10
     """Negatives per positive in each epoch's training sample (sec. 4.2.2: the 10:1 ratio)."""
+    strata_share: float = 0.5
+    """Share of each epoch's negatives drawn from the hard strata (``fit(strata=...)``), split equally over them."""
     seed: int = 0
     scaler_: Scaler | None = None
     net_: BatchedMLP | None = None
 
-    def fit(self, x: np.ndarray, y: np.ndarray) -> LeadTimeEnsemble:
-        """Train all networks at once (full-batch Adam on cross-entropy); ``x`` (N, L, F), ``y`` (N,)."""
+    def fit(self, x: np.ndarray, y: np.ndarray, strata: np.ndarray | None = None) -> LeadTimeEnsemble:
+        """Train all networks at once (full-batch Adam on cross-entropy); ``x`` (N, L, F), ``y`` (N,).
+
+        ``strata`` (N,) optionally names a stratum (>= 0) for hard negatives and -1 for the rest: each epoch's
+        10:1 sample then takes ``strata_share`` of its negatives equally from every stratum
+        (:func:`epoch_negatives`) instead of at the strata's share of all negatives. Without ``strata`` the
+        epoch sample is uniform over the negatives (the same draws as before strata existed).
+        """
         _check_xy(x, y)
         n, lead, f = x.shape
         self.scaler_ = Scaler().fit(x)
@@ -141,8 +149,11 @@ class LeadTimeEnsemble:
         self.net_ = BatchedMLP(lead, f, self.hidden, self.seed)
         opt = torch.optim.Adam(self.net_.parameters(), lr=self.lr)
         k = min(len(neg), self.neg_per_pos * len(pos))
+        if strata is not None and len(strata) != len(y):
+            raise ValueError(f"strata must have one entry per sample, got {len(strata)} for {len(y)}")
+        rest, pools = stratum_pools(neg, None if strata is None else np.asarray(strata)[neg])
         for _ in range(self.epochs):
-            idx = np.concatenate([pos, rng.choice(neg, size=k, replace=False)])
+            idx = np.concatenate([pos, epoch_negatives(rng, k, rest, pools, self.strata_share)])
             xb = z[idx].transpose(0, 1)  # (L, B, F)
             logits = self.net_(xb)
             loss = nn.functional.cross_entropy(logits.reshape(-1, 2), yt[idx].repeat(lead))
@@ -191,6 +202,39 @@ class LeadTimeEnsemble:
         ens.net_.load_state_dict({k: torch.from_numpy(np.asarray(st[k])) for k in ("w1", "b1", "w2", "b2")})
         ens.scaler_ = Scaler(mean_=np.asarray(st["scaler.mean"]), std_=np.asarray(st["scaler.std"]))
         return ens
+
+
+def stratum_pools(neg: np.ndarray, strata: np.ndarray | None) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Split negative indices ``neg`` by ``strata`` (per negative; -1 = no stratum): ``(rest, [pool per stratum])``."""
+    if strata is None:
+        return neg, []
+    st = np.asarray(strata, np.int64)
+    if len(st) != len(neg):
+        raise ValueError(f"strata must have one entry per negative, got {len(st)} for {len(neg)}")
+    return neg[st < 0], [neg[st == s] for s in np.unique(st[st >= 0])]
+
+
+def epoch_negatives(
+    rng: np.random.Generator, k: int, rest: np.ndarray, pools: list[np.ndarray], share: float = 0.5
+) -> np.ndarray:
+    """Indices of ``k`` negatives for one epoch: uniform over ``rest``, or partly stratified over ``pools``.
+
+    Frank sec. 4.2.2 trains on a 10:1 ok-to-failure sample and caps the events of any one application type
+    ("the amount of events considered from each application type was limited to a chosen threshold of ten ...
+    to avoid job type bias"). Drawn uniformly, a rare kind of ok event (a degraded network on a busy node) is a
+    fraction of one sample per epoch, however many the training set holds. With ``pools`` (one index array per
+    stratum, e.g. anomaly kind x node load, from :func:`stratum_pools`), ``round(share * k)`` negatives are split
+    equally over the pools (with replacement where a pool is smaller than its part) and the rest are uniform over
+    ``rest``; the total stays ``k``. Without pools this is ``rng.choice(rest, k, replace=False)``.
+    """
+    if not pools or not len(rest):
+        allneg = np.concatenate([rest, *pools]) if pools else rest
+        return rng.choice(allneg, size=min(k, len(allneg)), replace=False)
+    per = max(1, int(round(share * k)) // len(pools))
+    n_rest = min(len(rest), max(0, k - per * len(pools)))
+    parts = [rng.choice(rest, size=n_rest, replace=False)]
+    parts += [rng.choice(p, size=per, replace=per > len(p)) for p in pools]
+    return np.concatenate(parts)
 
 
 def unanimous(proba: np.ndarray, k: int | None = None, threshold: float = 0.5) -> np.ndarray:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from nodewatch.models.predict.features import LEADS_MIN, WINDOW_S, node_feature_matrix, sequence_index, window_steps
+from nodewatch.models.predict.features import FEATURES, LEADS_MIN, WINDOW_S, node_feature_matrix, sequence_index, window_steps
 from nodewatch.tasks.simulate import telemetry
 from nodewatch.tasks.simulate.config import SimConfig
 from nodewatch.tasks.simulate.metrics import COUNTERS, METRIC_INDEX
@@ -43,6 +43,10 @@ simulator's precursors (EDAC, InfiniBand, I/O) where the thesis had memory, disk
 ANOMALY_KINDS = ("cpu_hog", "memory_leak", "network_degradation", "thermal_fan_failure", "disk_slowdown",
                  "misconfiguration")
 """The simulator's anomaly types (``tasks/simulate/anomalies.py``): none of them ends in a failure."""
+BUSY_LOAD = 8.0
+"""A sequence is on a *busy* node when the mean 1-min load of CPU 0 in its last (2-min) window exceeds this: an
+idle socket reads ~0.5, a job 10-32 (32 cores per socket); Frank's ok events are "mined ... from within successful
+jobs" (sec. 4.2.2), i.e. on loaded nodes, where the precursors of our failures mostly occur too."""
 QUIET_BEFORE_S = 3600.0
 """Ok events are at least one hour before a failure of the node and outside its precursor window (a precursor
 may start up to 12 h before; windows between are neither failure nor ok and are not used)."""
@@ -221,6 +225,29 @@ def ok_sequences(
         anomaly=np.concatenate(codes) if codes else np.zeros(0, np.int8),
         hard=np.full(m, bool(hard)),
     )
+
+
+def busy(x: np.ndarray) -> np.ndarray:
+    """Per sequence of ``x`` (N, L, 70): is the node loaded in its last window (:data:`BUSY_LOAD`)?"""
+    col = PREDICTOR_METRICS.index("cpu0_load") * len(FEATURES) + FEATURES.index("mean")
+    return np.asarray(x[:, -1, col], np.float64) > BUSY_LOAD
+
+
+def hard_strata(seq: Sequences) -> np.ndarray:
+    """Stratum of each ok sequence for the networks' epoch sample: anomaly kind x node load, -1 outside an anomaly.
+
+    ``2 * kind_index + busy`` where the sequence overlaps a non-failing anomaly (:attr:`Sequences.anomaly`), so a
+    degraded network on a busy node and on an idle one are separate strata (12 at most); -1 elsewhere and for
+    sequences of unknown anomaly (failures, stores).
+    """
+    if seq.anomaly is None or not len(seq.y):
+        return np.full(len(seq.y), -1, np.int64)
+    an = np.asarray(seq.anomaly, np.int64)
+    out = np.full(len(an), -1, np.int64)
+    m = an > 0
+    if m.any():
+        out[m] = 2 * (an[m] - 1) + busy(seq.x[np.flatnonzero(m)]).astype(np.int64)
+    return out
 
 
 def simulated_sequences(

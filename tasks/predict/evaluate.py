@@ -24,7 +24,7 @@ import pandas as pd
 
 from nodewatch.models.predict.ensemble import LeadTimeEnsemble, fit_lstm_voter, unanimous
 from nodewatch.models.predict.uc import largest_usable_nodes, rates, uc_from_rates
-from nodewatch.tasks.predict.dataset import ANOMALY_KINDS, Sequences
+from nodewatch.tasks.predict.dataset import ANOMALY_KINDS, Sequences, hard_strata
 
 THESIS_ROWS = [
     {"scheme": "unanimous@1NN", "tpr": 0.8461, "ppv": 0.9655, "fpr": 0.00292, "uc_1024": 0.9498},
@@ -71,8 +71,13 @@ def fit_ensemble_and_voter(
     voter_share: float = 0.25,
     voter_target_fpr: float = 5e-5,
     train_positives: str = "precursor",
+    stratify: bool = True,
 ) -> tuple[LeadTimeEnsemble, Any]:
     """Networks on ``1 - voter_share`` of the groups (plus every ``hard`` negative), the LSTM voter on the rest.
+
+    ``stratify``: each epoch's negatives are half drawn equally from the (anomaly kind x node load) strata of the
+    training negatives (:func:`~nodewatch.tasks.predict.dataset.hard_strata`,
+    :func:`~nodewatch.models.predict.ensemble.epoch_negatives`), half uniformly from the rest.
 
     The voter's groups are split again 60/40 by group: it learns on 60 % and its threshold is the lowest with
     ``fpr <= voter_target_fpr`` on the other 40 % (:func:`~nodewatch.models.predict.ensemble.fit_lstm_voter`).
@@ -92,7 +97,11 @@ def fit_ensemble_and_voter(
 
     hx = [hard.x] if hard is not None and len(hard.y) else []
     yt = np.concatenate([y[tr], np.zeros(sum(len(h) for h in hx), np.int64)])
-    ens = LeadTimeEnsemble(epochs=epochs, seed=seed).fit(rows(tr, hx), yt)
+    strata = None
+    if stratify:
+        st = np.concatenate([np.full(n_pos, -1, np.int64), hard_strata(neg)])
+        strata = np.concatenate([st[tr]] + ([hard_strata(hard)] if hx else []))
+    ens = LeadTimeEnsemble(epochs=epochs, seed=seed).fit(rows(tr, hx), yt, strata=strata)
     if y[vo].sum() < 2:  # too few failures left for the voter (a small store): score with the unanimous vote
         return ens, None
     voter = fit_lstm_voter(ens.predict_logodds(rows(vo, [])), y[vo], target_fpr=voter_target_fpr,
@@ -155,17 +164,21 @@ def cross_validate(
     voter_target_fpr: float = 5e-5,
     train_positives: str = "precursor",
     hard: Sequences | None = None,
+    stratify: bool = True,
 ) -> pd.DataFrame:
     """Monte-Carlo cross-validation: per round and scheme, the confusion counts and rates on the test split.
 
     ``train_positives``: ``"precursor"`` (networks and voter learn from failures with a precursor only) or ``"all"``.
-    ``hard`` negatives join every round's network training set (never the voter's or the test split).
+    ``hard`` negatives join every round's network training set (never the voter's or the test split); ``stratify``
+    as in :func:`fit_ensemble_and_voter`.
     """
     x = np.concatenate([pos.x, neg.x]).astype(np.float32)
     y = np.concatenate([pos.y, neg.y])
     g = np.concatenate([pos.group, neg.group])
     pre = np.concatenate([pos.has_precursor, neg.has_precursor])
     usable = training_mask(y, pre, train_positives)
+    st = np.concatenate([np.full(len(pos.y), -1, np.int64), hard_strata(neg)]) if stratify else None
+    hst = hard_strata(hard) if stratify and hard is not None and len(hard.y) else None
     rng = np.random.default_rng(seed)
     out = []
     for k in range(splits):
@@ -173,10 +186,11 @@ def cross_validate(
         tr, vo = tr & usable, vo & usable
         if hard is not None and len(hard.y):
             xt = np.concatenate([x[tr], hard.x.astype(np.float32)])
-            ens = LeadTimeEnsemble(epochs=epochs, seed=seed + k).fit(xt, np.r_[y[tr], np.zeros(len(hard.y), np.int64)])
+            ens = LeadTimeEnsemble(epochs=epochs, seed=seed + k).fit(
+                xt, np.r_[y[tr], np.zeros(len(hard.y), np.int64)], strata=None if st is None else np.r_[st[tr], hst])
             del xt
         else:
-            ens = LeadTimeEnsemble(epochs=epochs, seed=seed + k).fit(x[tr], y[tr])
+            ens = LeadTimeEnsemble(epochs=epochs, seed=seed + k).fit(x[tr], y[tr], strata=None if st is None else st[tr])
         voter = fit_lstm_voter(ens.predict_logodds(x[vo]), y[vo], target_fpr=voter_target_fpr, epochs=min(epochs, 300),
                                seed=seed + k, groups=g[vo])
         for r in _rows(scheme_decisions(ens, voter, x[te]), y[te], pre[te]):
@@ -189,6 +203,7 @@ def held_out_rounds(
     rounds: list[tuple[int, int]],
     epochs: int = 300,
     voter_target_fpr: float = 5e-5,
+    stratify: bool = True,
 ) -> pd.DataFrame:
     """Monte-Carlo rounds at the seed level: round ``k`` trains on simulator seed ``a`` and tests on seed ``b``.
 
@@ -202,7 +217,7 @@ def held_out_rounds(
     for k, (a, b) in enumerate(rounds):
         pos, neg, hard = data[a]
         ens, voter = fit_ensemble_and_voter(pos, neg, hard=hard, epochs=epochs, seed=k,
-                                            voter_target_fpr=voter_target_fpr)
+                                            voter_target_fpr=voter_target_fpr, stratify=stratify)
         tp, tn, _ = data[b]
         for r in held_out_rows(ens, voter, tp, tn):
             out.append({"round": k, "train_seed": a, "test_seed": b, **r})

@@ -116,6 +116,7 @@ def _train(
         "hidden": ens.hidden,
         "epochs": epochs,
         "train_positives": "precursor",
+        "epoch_negatives": {"stratified": "anomaly kind x node load", "strata_share": ens.strata_share},
         "p_e": p_e,
         "data": {"source": "simulator", "n_nodes": cfg.n_nodes, "n_days": n_days, "seed": cfg.seed,
                  "precursor_share": cfg.precursor_share, "precursor_median_s": cfg.precursor_median_s,
