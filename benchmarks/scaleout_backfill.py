@@ -1,5 +1,10 @@
 """Backfill of D days × N nodes (default 7 × 256): cube builds on Slurm workers vs one local worker, same bytes.
 
+Defaults (since 28 Nov): the simulator's 57 metrics (``tasks/simulate/metrics.py``) at its 1-min step, i.e.
+the rows a backfill day of 256 simulated nodes stages (21.0 M a day; synthetic values, same names and row
+count: the scan's cost depends on rows, nodes and metrics, not on the values), and 2 Slurm jobs (one per core
+of this 2-core host: 4 one-CPU jobs oversubscribe it, 6.6 s vs 5.7 s in one test).
+
 The backfill's Dask fan-out (``build_days`` of every telemetry day, node batches of 32) is timed three ways
 in one run, from copies of one staged store:
 
@@ -9,10 +14,13 @@ in one run, from copies of one staged store:
    cluster of ``infra/local/cluster.sh`` (source its env file first: ``. "$(infra/local/cluster.sh env)"``);
    the workers are other processes, so whole days are tasks (``build_days(day_tasks=None)``: no window
    state crosses processes), consecutive days grouped, one group per worker (``day_groups``, since 28 Nov);
-4. with ``--day-per-task``: Slurm again with one day per task (``MAX_DAYS_PER_TASK = 1``: the layout before
+4. ``slurm-untuned``: the same Slurm layout with ``NODEWATCH_TUNE_MALLOC=0`` (worker processes as before
+   28 Nov: glibc's mmap threshold fixed by the nanny's ``MALLOC_TRIM_THRESHOLD_``, see
+   ``tasks/cubes/cluster.py: tune_malloc``), so the fix is measured against its baseline in the same run;
+5. with ``--day-per-task``: Slurm again with one day per task (``MAX_DAYS_PER_TASK = 1``: the layout before
    28 Nov, less its one fork per region) to show what grouping days gains, on the same cluster size.
 
-Each layout first builds one throwaway day (imports, JIT) untimed. Every build's chunks are compared
+Each layout first builds one throwaway day per worker (imports, JIT, the heap's first touch) untimed. Every build's chunks are compared
 byte for byte with the baseline's. Prints the walls and
 ``ratio=<baseline / slurm>`` (goal ≥ 1.6). On 2 cores the ceiling of any layout is ~2× over one thread.
 Scoring in the backfill (one Dask task per group of node batches with NODEWATCH_DASK=slurm) needs trained models: not timed here.
@@ -39,7 +47,9 @@ def stage(root: Path, days: int, nodes: int, metrics: int, freq: str) -> None:
     st = Store(str(root))
     names = node_names(nodes)
     write_topology(st, names, per_rack=16)
-    ms = [f"m{i:02d}" for i in range(metrics)]
+    from nodewatch.tasks.simulate.metrics import METRIC_NAMES
+
+    ms = list(METRIC_NAMES[:metrics]) if metrics <= len(METRIC_NAMES) else [f"m{i:02d}" for i in range(metrics)]
     for i in range(days):
         write_telemetry_day(st, START + timedelta(days=i), names, ms, freq=freq, seed=i)
 
@@ -47,8 +57,8 @@ def stage(root: Path, days: int, nodes: int, metrics: int, freq: str) -> None:
 def build(root: Path, warm: Path, days: int, where: str, workers: int) -> float:
     """Wall seconds of building every day of the telemetry cube in ``root`` on ``where``.
 
-    Before timing, the first day of ``warm`` (a throwaway copy) is built on the same cluster, so imports and
-    JIT compilation in fresh workers are not in the figure (they are paid once per worker start).
+    Before timing, the first days of ``warm`` (a throwaway copy; one day per worker) are built on the same cluster,
+    so imports, JIT compilation and the first touch of a worker's heap are not in the figure (paid once per worker).
     """
     from nodewatch.tasks.core.store import Store
     from nodewatch.tasks.cubes.build import build_days
@@ -58,11 +68,23 @@ def build(root: Path, warm: Path, days: int, where: str, workers: int) -> float:
     ds = [START + timedelta(days=i) for i in range(days)]
 
     def timed(c) -> float:
-        build_days(Store(str(warm)), "telemetry", ds[:1], c, node_batch=32)
+        n = max(1, len(c.scheduler_info(n_workers=-1)["workers"]))
+        build_days(Store(str(warm)), "telemetry", ds[:n], c, node_batch=32)  # a day per worker: every worker warm
         t = time.perf_counter()
         build_days(st, "telemetry", ds, c, node_batch=32)
         return time.perf_counter() - t
 
+    if where == "slurm-untuned":
+        old_env = os.environ.get("NODEWATCH_TUNE_MALLOC")
+        os.environ["NODEWATCH_TUNE_MALLOC"] = "0"  # read by the workers (the env file of the jobs)
+        try:
+            with dask_client("slurm", n_workers=workers) as c:
+                return timed(c)
+        finally:
+            if old_env is None:
+                os.environ.pop("NODEWATCH_TUNE_MALLOC", None)
+            else:
+                os.environ["NODEWATCH_TUNE_MALLOC"] = old_env
     if where == "slurm-day-per-task":
         from nodewatch.tasks.cubes import build as build_mod
 
@@ -87,9 +109,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--days", type=int, default=7)
     ap.add_argument("--nodes", type=int, default=256)
-    ap.add_argument("--metrics", type=int, default=20)
+    ap.add_argument("--metrics", type=int, default=57, help="first M of the simulator's metric names")
     ap.add_argument("--freq", default="1min")
-    ap.add_argument("--jobs", type=int, default=4, help="Slurm worker jobs (one thread each)")
+    ap.add_argument("--jobs", type=int, default=2, help="Slurm worker jobs (one thread each)")
     ap.add_argument("--day-per-task", action="store_true", help="also time Slurm with one day per task")
     args = ap.parse_args()
     from nodewatch.tasks.core.store import Store
@@ -102,7 +124,7 @@ def main() -> None:
         print(f"staged {args.days} days x {args.nodes} nodes x {args.metrics} metrics ({args.freq}) in "
               f"{time.perf_counter() - t:.1f} s; load {os.getloadavg()[0]:.2f}", flush=True)
         walls, chunks = {}, {}
-        for where in ("one-local", "local", "slurm", *(["slurm-day-per-task"] if args.day_per_task else [])):
+        for where in ("one-local", "local", "slurm", "slurm-untuned", *(["slurm-day-per-task"] if args.day_per_task else [])):
             if where.startswith("slurm") and not os.environ.get("SLURM_CONF") and not shutil.which("sbatch"):
                 print("slurm: no SLURM_CONF/sbatch (source the env of infra/local/cluster.sh): skipped")
                 continue
@@ -112,11 +134,13 @@ def main() -> None:
             walls[where] = build(root, base / f"{where}-warm", args.days, where,
                                  args.jobs if where.startswith("slurm") else 2)
             chunks[where] = chunk_bytes(Store(str(root)), "telemetry.zarr")
-            print(f"{where:10s} {walls[where]:7.1f} s  (load {os.getloadavg()[0]:.2f})", flush=True)
+            print(f"{where:18s} {walls[where]:7.2f} s  (load {os.getloadavg()[0]:.2f})", flush=True)
         same = all(chunks[w] == chunks["one-local"] for w in chunks)
         print(f"chunks identical across layouts: {same} ({len(chunks['one-local'])} chunks)")
         if "slurm" in walls:
             print(f"slurm vs local 2x2 threads: {walls['local'] / walls['slurm']:.2f}x")
+            if "slurm-untuned" in walls:
+                print(f"slurm, workers' malloc tuned vs untuned (before 28 Nov): {walls['slurm-untuned'] / walls['slurm']:.2f}x")
             if "slurm-day-per-task" in walls:
                 print(f"slurm, days grouped vs one day per task: {walls['slurm-day-per-task'] / walls['slurm']:.2f}x")
             print(f"ratio={walls['one-local'] / walls['slurm']:.2f}")

@@ -3,7 +3,7 @@
 The whole-day task runs the same scans, slab-order merges and region writes as the fine-grained graph,
 so the chunks must be the same bytes; checked here on an in-process cluster (no Slurm needed) with
 a slab size that gives several slabs per day, so the merge order matters. With one worker the three days
-go to one task (``day_groups``: several days per task, one fork per day for all its regions); across
+go to two tasks of 2 and 1 days (``day_groups``: two groups per worker, one fork per day for all its regions); across
 processes (pickled forks) the same is checked by the e2e backfill on Slurm workers (test_e2e_stack.py).
 """
 
@@ -31,7 +31,10 @@ def test_day_tasks_write_the_same_chunks(tmp_path):
     for name in ("graph", "days"):
         shutil.copytree(tmp_path / "staged", tmp_path / name)
     graph, days = Store(str(tmp_path / "graph")), Store(str(tmp_path / "days"))
-    assert [len(g) for g in day_groups(DAYS, 1)] == [3] and [len(g) for g in day_groups(DAYS, 2)] == [2, 1]
+    assert [len(g) for g in day_groups(DAYS, 1)] == [2, 1] and [len(g) for g in day_groups(DAYS, 2)] == [1, 1, 1]
+    week = [START + timedelta(days=i) for i in range(7)]
+    assert [len(g) for g in day_groups(week, 2)] == [2, 2, 2, 1] and [len(g) for g in day_groups(week, 4)] == [1] * 7
+    assert sum(day_groups(week, 2), []) == week
     with dask_client("local", n_workers=1) as c:
         g = build_days(graph, "telemetry", DAYS, c, node_batch=8, slab_rows=20000, day_tasks=False)
         d = build_days(days, "telemetry", DAYS, c, node_batch=8, slab_rows=20000, day_tasks=True)
