@@ -80,6 +80,13 @@ def test_mini_campaign(tmp_path: Path) -> None:
         job_cpu = raw.values[:, col("cgroup.apps.cpu_usage")]
         assert job_cpu[-1] - job_cpu[0] > 1.0
         assert "derived.nonjob_cpu" in raw.columns and f"derived.nonjob_cpu#{LAST}" in raw.columns
+        # the target node's memory (campaign view) = the run's groups summed: the leak shows in it; the sampler
+        # also read the sys group and the processes' own I/O (copy wrote its file through the fault group)
+        used = raw.values[:, col("target.mem_usage")]
+        assert used[on].max() - used[on[0] - 1] > 50 * 2**20 and "meminfo.MemFree" not in raw.columns
+        assert "cgroup.sys.mem_usage" in raw.columns
+        wchar = raw.values[:, col("cgroup.faults.task_wchar")]
+        assert wchar[-1] - wchar[0] > 2**20
     else:
         free = raw.values[:, col("meminfo.MemFree")]
         assert free[on[0] - 1] - free[on[-1]] > 50 * 2**20
