@@ -419,8 +419,8 @@ def main() -> None:
     ap.add_argument("--running-jobs", action="store_true",
                     help="also give the verdicts the jobs still running at midnight (the nightly run stages only ended jobs)")
     ap.add_argument("--cache", type=Path, default=None, help="keep/re-use the simulated arrays here")
-    ap.add_argument("--no-empirical-cap", action="store_true",
-                    help="verdicts without the empirical cap of the temporal z (the scores of 4c11703, issue 15 baseline)")
+    ap.add_argument("--empirical-cap", action="store_true",
+                    help="verdicts with the empirical cap of the temporal z (issue 15 candidate, not the default)")
     ap.add_argument("--per-day-fit", action="store_true",
                     help="node thresholds from one tail fit per held-back day (median); default: one pooled fit")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON lines here")
@@ -429,7 +429,7 @@ def main() -> None:
     rows = []
     from nodewatch.models.anomaly.verdicts import VerdictConfig
 
-    vcfg = VerdictConfig(per_day_fit=a.per_day_fit, empirical_cap=not a.no_empirical_cap)
+    vcfg = VerdictConfig(per_day_fit=a.per_day_fit, empirical_cap=a.empirical_cap)
     for size in a.sizes:
         for seed in a.seeds:
             rows += run_cluster(seed, size, a.history, a.nights, a.epochs, not a.no_ruad, a.clean, a.cache, a.running_jobs, vcfg)
