@@ -20,8 +20,8 @@ in one run, from copies of one staged store:
 5. with ``--day-per-task``: Slurm again with one day per task (``MAX_DAYS_PER_TASK = 1``: the layout before
    28 Nov, less its one fork per region) to show what grouping days gains, on the same cluster size.
 
-Each layout first builds one throwaway day per worker (imports, JIT, the heap's first touch) untimed. Every build's chunks are compared
-byte for byte with the baseline's. Prints the walls and
+Each layout first builds one throwaway day per worker (imports, JIT, the heap's first touch) untimed. Every
+build's chunks are compared byte for byte with the baseline's. Prints the walls and
 ``ratio=<baseline / slurm>`` (goal ≥ 1.6). On 2 cores the ceiling of any layout is ~2× over one thread.
 Scoring in the backfill (one Dask task per group of node batches with NODEWATCH_DASK=slurm) needs trained models: not timed here.
 """
@@ -54,7 +54,82 @@ def stage(root: Path, days: int, nodes: int, metrics: int, freq: str) -> None:
         write_telemetry_day(st, START + timedelta(days=i), names, ms, freq=freq, seed=i)
 
 
-def build(root: Path, warm: Path, days: int, where: str, workers: int) -> float:
+def prepare_models(root: Path, nodes: int) -> str:
+    """Cube of the first day, a RUAD model trained on 50 of its nodes (1 epoch), replicated to every node (untimed).
+
+    Scoring cost does not depend on the weight values (as ``benchmarks/nightly.py``); the layouts then rebuild
+    every day (a forced backfill: the cube exists) and score every day with this CURRENT run.
+    """
+    from nodewatch.tasks.anomaly.registry import area, load_models, run_prefix, write_node
+    from nodewatch.tasks.anomaly.train import TrainConfig, run_training
+    from nodewatch.tasks.core.store import Store
+    from nodewatch.tasks.cubes.build import build_days, dask_client
+    from nodewatch.tasks.cubes.synth import node_names
+
+    st = Store(str(root))
+    names = node_names(nodes)
+    with dask_client(n_workers=2) as c:
+        build_days(st, "telemetry", [START], c, node_batch=32)
+    tr = run_training(st, START, START, TrainConfig(model="ruad", window=10, epochs=1, node_batch=50, workers=1),
+                      nodes=names[:50])
+    src = load_models(st, "ruad", tr["run_id"])
+    run = tr["run_id"] + "x"
+    st.write_bytes(st.fs.open(st.path(run_prefix("ruad", tr["run_id"]), "params.json"), "rb").read(),
+                   run_prefix("ruad", run), "params.json")
+    for i, n in enumerate(names):
+        k = i % len(src.nodes)
+        write_node(st, "ruad", run, n, src.estimator, k, {"replicated_from": src.nodes[k]})
+    st.set_current(area("ruad"), run)
+    return run
+
+
+def score_all(st: object, days: list, address: str | None, workers: int) -> None:
+    """The backfill's scoring (``flows/nightly.py: _score_days`` without Prefect): two groups of node batches
+    per worker and day, ``workers`` groups at a time, each ``run_on(address, score_regions, group)`` (one Dask
+    task on the cluster at ``address``, or in this thread); then each day's ``finish_day`` on this host."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import dask
+
+    from nodewatch.tasks.anomaly.score import (
+        current_model_run,
+        ensure_scores_cube,
+        finish_day,
+        group_jobs,
+        region_jobs,
+        score_regions,
+    )
+    from nodewatch.tasks.cubes.cluster import run_on
+
+    ensure_scores_cube(st)
+    run = current_model_run(st, "ruad")
+    groups = {d: group_jobs(region_jobs(st, d, "ruad", run), 2 * workers) for d in days}
+    from contextlib import ExitStack
+
+    stack = ExitStack()
+    ts = None
+    if os.environ.get("BENCH_VERBOSE") and address:
+        from distributed import Client, get_task_stream
+
+        ts = stack.enter_context(get_task_stream(stack.enter_context(Client(address, set_as_default=False))))
+    # as in the flow, the cube client is not the default scheduler of the scoring's own xarray reads
+    with stack, dask.config.set(scheduler="threads"), ThreadPoolExecutor(workers) as ex:
+        futs = {d: [ex.submit(run_on, address, score_regions, g) for g in gs] for d, gs in groups.items()}
+        t_fin = 0.0
+        for d, fs in futs.items():
+            results = [r for f in fs for r in f.result()]
+            t = time.perf_counter()
+            finish_day(st, d, "ruad", run, results, [], "bench")
+            t_fin += time.perf_counter() - t
+    if ts is not None:
+        for rec in ts.data:
+            for ss in rec["startstops"]:
+                print(f"    task {str(rec['key'])[:30]} on {rec['worker'][-6:]}: {ss['action']} {ss['stop'] - ss['start']:.2f} s")
+    if os.environ.get("BENCH_VERBOSE"):
+        print(f"    finish_day (this host, serial): {t_fin:.2f} s for {len(days)} day(s)", flush=True)
+
+
+def build(root: Path, warm: Path, days: int, where: str, workers: int, score: bool = False) -> float:
     """Wall seconds of building every day of the telemetry cube in ``root`` on ``where``.
 
     Before timing, the first days of ``warm`` (a throwaway copy; one day per worker) are built on the same cluster,
@@ -70,8 +145,15 @@ def build(root: Path, warm: Path, days: int, where: str, workers: int) -> float:
     def timed(c) -> float:
         n = max(1, len(c.scheduler_info(n_workers=-1)["workers"]))
         build_days(Store(str(warm)), "telemetry", ds[:n], c, node_batch=32)  # a day per worker: every worker warm
+        at = None if where in ("one-local", "local") else c.scheduler.address
+        if score:
+            score_all(Store(str(warm)), ds[:1], at, workers)
         t = time.perf_counter()
         build_days(st, "telemetry", ds, c, node_batch=32)
+        if score:
+            t_cubes = time.perf_counter() - t
+            score_all(st, ds, at, workers)
+            print(f"  {where}: cubes {t_cubes:.2f} s, scoring {time.perf_counter() - t - t_cubes:.2f} s", flush=True)
         return time.perf_counter() - t
 
     if where == "slurm-untuned":
@@ -100,6 +182,8 @@ def build(root: Path, warm: Path, days: int, where: str, workers: int) -> float:
         with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address="127.0.0.1:0") as cl, \
                 Client(cl) as c:
             return timed(c)
+    if where == "local":
+        workers = 2  # the flow's default: a 2-thread pool for the scoring groups
     with dask_client(where, n_workers=workers) as c:  # the cluster is up (workers joined) before timing
         return timed(c)
 
@@ -113,6 +197,7 @@ def main() -> None:
     ap.add_argument("--freq", default="1min")
     ap.add_argument("--jobs", type=int, default=2, help="Slurm worker jobs (one thread each)")
     ap.add_argument("--day-per-task", action="store_true", help="also time Slurm with one day per task")
+    ap.add_argument("--score", action="store_true", help="time the backfill's scoring too (RUAD, CURRENT run)")
     args = ap.parse_args()
     from nodewatch.tasks.core.store import Store
     from nodewatch.tasks.cubes.repo import chunk_bytes
@@ -123,6 +208,14 @@ def main() -> None:
         stage(base / "staged", args.days, args.nodes, args.metrics, args.freq)
         print(f"staged {args.days} days x {args.nodes} nodes x {args.metrics} metrics ({args.freq}) in "
               f"{time.perf_counter() - t:.1f} s; load {os.getloadavg()[0]:.2f}", flush=True)
+        if args.score:
+            import torch
+
+            torch.set_num_threads(1)  # the baseline is one thread; Dask's nanny gives workers OMP_NUM_THREADS=1
+            t = time.perf_counter()
+            prepare_models(base / "staged", args.nodes)
+            print(f"cube of day 1 + RUAD trained on 50 nodes, replicated to {args.nodes}: {time.perf_counter() - t:.1f} s "
+                  "(untimed)", flush=True)
         walls, chunks = {}, {}
         for where in ("one-local", "local", "slurm", "slurm-untuned", *(["slurm-day-per-task"] if args.day_per_task else [])):
             if where.startswith("slurm") and not os.environ.get("SLURM_CONF") and not shutil.which("sbatch"):
@@ -132,8 +225,10 @@ def main() -> None:
             shutil.copytree(base / "staged", root)
             shutil.copytree(base / "staged", base / f"{where}-warm")
             walls[where] = build(root, base / f"{where}-warm", args.days, where,
-                                 args.jobs if where.startswith("slurm") else 2)
+                                 args.jobs if where.startswith("slurm") else 1, args.score)
             chunks[where] = chunk_bytes(Store(str(root)), "telemetry.zarr")
+            if args.score:
+                chunks[where].update({f"scores/{k}": v for k, v in chunk_bytes(Store(str(root)), "scores.zarr").items()})
             print(f"{where:18s} {walls[where]:7.2f} s  (load {os.getloadavg()[0]:.2f})", flush=True)
         same = all(chunks[w] == chunks["one-local"] for w in chunks)
         print(f"chunks identical across layouts: {same} ({len(chunks['one-local'])} chunks)")
