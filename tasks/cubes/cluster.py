@@ -97,7 +97,11 @@ def _worker_setup() -> bool:
     import xarray  # noqa: F401
     import zarr  # noqa: F401
 
-    import nodewatch.tasks.cubes.build  # noqa: F401
+    # the modules the task bodies of build.py need (build itself is unpickled with the first task: importing
+    # it here would be an import cycle, build imports this module)
+    import nodewatch.tasks.cubes.repo  # noqa: F401
+    import nodewatch.tasks.cubes.telemetry  # noqa: F401
+    import nodewatch.tasks.cubes.writer  # noqa: F401
 
     return tune_malloc()
 
