@@ -436,3 +436,12 @@ def build_raw(raw: Raw, layout: FeatureLayout | None = None, window: int = WINDO
         start_s = ends + raw.t0 - (window - 1)
         keep &= ~((start_s <= b) & (ends + raw.t0 >= a))
     return Dataset(feats[keep], layout.feature_names(), ends[keep] + raw.t0, mode[keep], recent[keep], amb[keep], layout)
+
+
+def without_faults(ds: Dataset, intervals: list[tuple[float, float]], window: int = WINDOW) -> Dataset:
+    """``ds`` without every window that overlaps one of ``intervals`` (epoch seconds): the campaign as if those
+    fault instances had not been injected (F-scores over the faults a machine can produce, docs/finj.md)."""
+    keep = np.ones(ds.ends.size, bool)
+    for a, b in intervals:
+        keep &= ~((ds.ends - (window - 1) <= b) & (ds.ends >= a))
+    return Dataset(ds.features[keep], ds.names, ds.ends[keep], ds.mode[keep], ds.recent[keep], ds.ambiguous[keep], ds.layout)
