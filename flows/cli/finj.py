@@ -37,6 +37,13 @@ def generate_cmd(
         str | None,
         typer.Option(help="Pin the whole workload to these cores (e.g. '1': a 1-core target node on core 1)."),
     ] = None,
+    stand_in: Annotated[
+        str,
+        typer.Option(
+            help="Comma list of faults to keep with their stand-in where this kernel lacks the paper's mechanism "
+            "(pagefail: cgroup memory limit instead of fail_page_alloc); otherwise they are left out as unavailable."
+        ),
+    ] = "",
     as_json: JsonOpt = False,
 ) -> None:
     """Write a seeded FINJ workload (exponentiated-Weibull fault gaps, Johnson SU durations, applications 75% of the time)."""
@@ -44,6 +51,8 @@ def generate_cmd(
     import os
 
     from nodewatch.flows.cli import UserError
+    from nodewatch.tasks.finj.availability import unavailable
+    from nodewatch.tasks.finj.catalog import FAULTS
     from nodewatch.tasks.finj.workload import GeneratorSpec, concat, format_workload, generate, parse_cores
 
     for name, v in (("--span", span), ("--fault-gap", fault_gap), ("--fault-duration", fault_duration)):
@@ -64,6 +73,8 @@ def generate_cmd(
             raise UserError(f"--pin: {e}") from None
     if out.exists() or out.is_symlink():
         raise UserError(f"{out} exists: choose a new file")
+    stand_ins = _stand_ins(stand_in)
+    missing = unavailable(stand_ins)
     common = dict(
         core_ids=core_ids,
         fault_gap_mean=fault_gap,
@@ -75,14 +86,14 @@ def generate_cmd(
     if blocks:
         cpu = GeneratorSpec(
             span=span * 0.68,
-            faults=("cpufreq", "ddot", "dial", "leak", "memeater", "pagefail"),
+            faults=tuple(f for f in ("cpufreq", "ddot", "dial", "leak", "memeater", "pagefail") if f not in missing),
             apps=("dgemm", "linsolve", "stream"),
             **common,
         )
         hdd = GeneratorSpec(span=span * 0.31, faults=("copy", "ioerr"), apps=("fileio",), busy=0.85, **common)
         tasks = concat([generate(cpu, seed, n), generate(hdd, seed + 1, n)])
     else:
-        tasks = generate(GeneratorSpec(span=span, **common), seed, n)
+        tasks = generate(GeneratorSpec(span=span, faults=tuple(sorted(FAULTS - set(missing))), **common), seed, n)
     try:
         with open(out, "x") as fh:
             fh.write(format_workload(tasks))
@@ -95,11 +106,27 @@ def generate_cmd(
         "faults": len(faults),
         "seed": seed,
         "seconds": max((t.timestamp + t.duration for t in tasks), default=0),
+        "unavailable": missing,
+        "stand_ins": list(stand_ins),
     }
     if as_json:
         _print_json(summary)
     else:
         typer.echo(f"wrote {out}: {len(tasks)} tasks ({len(faults)} faults) over {summary['seconds']:.0f} s, seed {seed}")
+        for name, why in missing.items():
+            typer.echo(f"  {name} left out, unavailable on this machine: {why}")
+
+
+def _stand_ins(text: str) -> tuple[str, ...]:
+    """``--stand-in`` parsed and checked (one-line error naming the bad name)."""
+    from nodewatch.flows.cli import UserError
+    from nodewatch.tasks.finj.availability import STAND_INS
+
+    names = tuple(sorted({x.strip() for x in text.split(",") if x.strip()}))
+    bad = [x for x in names if x not in STAND_INS]
+    if bad:
+        raise UserError(f"--stand-in: {', '.join(bad)} has no opt-in stand-in; choose from {', '.join(STAND_INS)}")
+    return names
 
 
 @finj_app.command("run")
@@ -114,6 +141,13 @@ def run_cmd(
     cpu_shares: Annotated[
         int, typer.Option(help="CPU weight of the campaign's cgroup (cpu.shares, 0 = default 1024); high: it owns its cores.")
     ] = 0,
+    stand_in: Annotated[
+        str,
+        typer.Option(
+            help="Comma list of faults to run as their stand-in where this kernel lacks the paper's mechanism "
+            "(pagefail: cgroup memory limit); otherwise they are reported unavailable and not run."
+        ),
+    ] = "",
     as_json: JsonOpt = False,
 ) -> None:
     """Run a fault-injection campaign on this node with 1-s sampling (Ctrl-C stops it and cleans up)."""
@@ -130,6 +164,7 @@ def run_cmd(
         tasks = read_workload(workload)
     except WorkloadError as e:
         raise UserError(str(e)) from None
+    stand_ins = _stand_ins(stand_in)
     if node is not None:
         check_node_name(node)
     if out.is_symlink() or (out.exists() and (not out.is_dir() or any(out.iterdir()))):
@@ -143,7 +178,16 @@ def run_cmd(
         sample=sample,
         mlock=mlock,
         cpu_shares=cpu_shares,
+        stand_ins=stand_ins,
     )
+    if not as_json:
+        from nodewatch.flows.cli import err_console
+        from nodewatch.tasks.finj.availability import unavailable
+
+        named = {t.program for t in tasks if t.is_fault}
+        for prog_name, why in unavailable(stand_ins).items():
+            if prog_name in named:
+                err_console.print(f"{prog_name} unavailable on this machine, its tasks will not run: {why}", markup=False)
     if as_json:
         summary = run_campaign(tasks, cfg)
         _print_json(summary)
@@ -189,8 +233,10 @@ def train_cmd(
     view: Annotated[
         str,
         typer.Option(
-            help="campaign: other tenants' niced CPU time counts as idle and CPU metrics cover only the campaign's "
-            "cores (summary.json); node: raw /proc/stat of the whole machine (the paper's view)."
+            help="campaign (the target node as the campaign sees it): CPU metrics cover only the campaign's cores "
+            "(summary.json) with other tenants' niced CPU time as idle, and memory/paging are the target node's own, "
+            "summed from the run's cgroups (apps + faults + sys) instead of the machine's meminfo/vmstat; "
+            "node: the whole machine's /proc as sampled (the paper's view)."
         ),
     ] = "campaign",
     as_json: JsonOpt = False,

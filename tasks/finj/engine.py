@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nodewatch.tasks.core.procs import parent_death_signal
+from nodewatch.tasks.finj import availability
 from nodewatch.tasks.finj import cgroup as cgmod
 from nodewatch.tasks.finj.workload import Task, format_workload
 
@@ -58,6 +59,11 @@ class EngineConfig:
     other users' ``nice 19`` jobs still weigh as much as the whole campaign (see ``cgroup.set_cpu_weight``)."""
     mlock: bool = False
     """Lock the sampler's memory (``mlockall``, root): it keeps sampling while the machine thrashes."""
+    stand_ins: tuple[str, ...] = ()
+    """Faults to run as their stand-in when the kernel lacks the paper's mechanism (``availability.STAND_INS``);
+    without it such a fault is ``unavailable`` (with the reason)."""
+    debugfs: Path | None = None
+    """debugfs root for the kernel's fault injection (``None``: ``availability.DEBUGFS``)."""
 
 
 def default_node() -> str:
@@ -95,6 +101,7 @@ class Engine:
         self.watchdog: subprocess.Popen | None = None
         self.sampler: subprocess.Popen | None = None
         self.shim: Path | None = None
+        self.pagefail_mode = "cgroup"
         self.counts = {"started": 0, "ended": 0, "timeout": 0, "failed": 0, "unavailable": 0, "delayed": 0, "stopped": 0}
 
     # ------------------------------------------------------------------------------------------ logging
@@ -161,6 +168,9 @@ class Engine:
         self.shim, why_shim = build(self.out / "ctl" / "shim")
         if self.shim is None:
             self.unavailable["ioerr"] = why_shim
+        for f, why in availability.unavailable(self.cfg.stand_ins, self.cfg.debugfs).items():
+            self.unavailable.setdefault(f, why)
+        self.pagefail_mode = "cgroup" if availability.pagefail_reason(self.cfg.debugfs) else "kernel"
         if self.cfg.sample:
             self.sampler = self._spawn(
                 [self.cfg.python, "-m", "nodewatch.tasks.finj.sampler", "--out", str(self.out), "--node", self.node]
@@ -215,6 +225,8 @@ class Engine:
                     NWFINJ_APPS_CGROUP=os.pathsep.join(self.cg.dirs["apps"]),
                     NWFINJ_CGROUP_VERSION=str(self.cg.version),
                     NWFINJ_APP_CORES=str(len(self.cores)),
+                    NWFINJ_PAGEFAIL=self.pagefail_mode,
+                    NWFINJ_DEBUGFS=str(self.cfg.debugfs or availability.DEBUGFS),
                 )
         else:
             group = "apps"
@@ -363,6 +375,9 @@ def run_campaign(
         "cores": list(eng.cores),
         "mlock": cfg.mlock,
         "cpu_shares": cfg.cpu_shares,
+        "stand_ins": sorted(
+            f for f in cfg.stand_ins if f not in eng.unavailable and not (f == "pagefail" and eng.pagefail_mode == "kernel")
+        ),
     }
     (cfg.out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary

@@ -16,10 +16,13 @@ Faults (paper behaviour -> what runs here):
 * ``cpufreq``: the paper lowers the maximum P-state frequency by 50 %. This VM has no cpufreq driver, so the
   nearest real mechanism is used: the CPU bandwidth of the applications' cgroup is limited to 50 % of
   their cores (low: 75 %) for the duration. Unavailable without cgroups.
-* ``pagefail``: the paper makes page allocations fail with 50 % probability (kernel fault injection,
-  ``CONFIG_FAULT_INJECTION``, not built into this kernel). Nearest real mechanism: the applications'
-  cgroup memory limit is set to its current usage + 8 MiB (low: + 64 MiB) with the OOM killer disabled,
-  so their page allocations fail to charge and stall in reclaim. Unavailable without cgroups.
+* ``pagefail``: the paper makes page allocations fail with 50 % probability (low 25 %) through the kernel's
+  fault injection (``/sys/kernel/debug/fail_page_alloc``; ``availability.py`` checks it at run time). Here
+  with ``task-filter`` on and ``make-it-fail`` set for the applications' processes only, so nothing else on
+  the machine fails; every knob is restored at the end. Without it (this VM: ``CONFIG_FAULT_INJECTION`` off)
+  the fault is unavailable, unless its stand-in is asked for (``--stand-in pagefail``): the applications'
+  cgroup memory limit is set to their usage + 8 MiB (low: + 64 MiB) with the OOM killer disabled, so their
+  page allocations fail to charge and stall in reclaim (needs cgroups).
 * ``ioerr``: the paper fails 1 in 500 block I/Os with 20 % probability (``fail_make_request``, not in this
   kernel; no device-mapper either). Nearest real mechanism: applications run with an ``LD_PRELOAD`` shim
   (``ioshim.py``) whose ``read``/``write`` on regular files return ``EIO`` on every 500th call with 20 %
@@ -36,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -169,7 +173,60 @@ def cpufreq(lim: Limits, low: bool, **_: object) -> None:
 
 
 def pagefail(lim: Limits, low: bool, **_: object) -> None:
-    """Failing memory: the applications' memory limit at usage + 8 MiB (low 64 MiB), OOM killer off (allocations stall)."""
+    """Failing memory: the kernel's page-allocation fault injection when the engine found it
+    (``NWFINJ_PAGEFAIL=kernel``), else the cgroup stand-in the campaign asked for."""
+    dirs, _ = _apps_group()
+    if os.environ.get("NWFINJ_PAGEFAIL") == "kernel":
+        fail_page_alloc(lim, low, Path(os.environ.get("NWFINJ_DEBUGFS", "/sys/kernel/debug")), dirs)
+    else:
+        pagefail_cgroup(lim, low)
+
+
+FAIL_PAGE_ALLOC_KNOBS = ("task-filter", "interval", "times", "min-order", "probability")
+
+
+def fail_page_alloc(lim: Limits, low: bool, debugfs: Path, app_dirs: tuple[str, ...], proc: Path = Path("/proc")) -> None:
+    """The paper's ``pagefail`` (FINJ's program: probability 50 %, low 25 %, interval 1, unlimited times,
+    min-order 0), confined to the applications: ``task-filter`` on and ``/proc/<pid>/make-it-fail`` = 1 for
+    every process of the applications' cgroup (refreshed every second for new ones). The previous knob values
+    and ``make-it-fail`` are restored at the end (also on SIGTERM from the engine: :func:`main`)."""
+    import contextlib
+
+    d = debugfs / "fail_page_alloc"
+    old = {k: (d / k).read_text().strip() for k in FAIL_PAGE_ALLOC_KNOBS}
+    marked: set[int] = set()
+
+    def mark(value: str, pids: set[int]) -> None:
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                (proc / str(pid) / "make-it-fail").write_text(value)
+
+    def app_pids() -> set[int]:
+        out: set[int] = set()
+        for g in app_dirs[:1]:
+            with contextlib.suppress(OSError, ValueError):
+                out |= {int(x) for x in Path(g, "cgroup.procs").read_text().split()}
+        return out
+
+    try:
+        for k, v in (("task-filter", "Y"), ("interval", "1"), ("times", "-1"), ("min-order", "0")):
+            (d / k).write_text(v)
+        (d / "probability").write_text("25" if low else "50")
+        while True:
+            new = app_pids() - marked
+            mark("1", new)
+            marked |= new
+            if not lim.sleep(1.0):
+                break
+    finally:
+        (d / "probability").write_text("0")
+        mark("0", marked)
+        for k in FAIL_PAGE_ALLOC_KNOBS:
+            (d / k).write_text(old[k])
+
+
+def pagefail_cgroup(lim: Limits, low: bool) -> None:
+    """The stand-in: the applications' memory limit at usage + 8 MiB (low 64 MiB), OOM killer off (allocations stall)."""
     from nodewatch.tasks.finj.cgroup import memory_usage, set_memory_limit
 
     dirs, ver = _apps_group()
@@ -319,6 +376,11 @@ def main(argv: list[str] | None = None) -> int:
         print("duration must be in (0, 86400] s", file=sys.stderr)
         return 2
     lim = Limits(a.duration, a.mem_cap, a.disk_cap, a.scratch)
+
+    def stop(*_: object) -> None:  # the engine's SIGTERM at the limit: run the programs' ``finally`` (knobs restored)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
     try:
         PROGRAMS[a.name](lim, low=a.low, ctl=a.ctl)
     except MemoryError:
