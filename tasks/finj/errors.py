@@ -7,7 +7,9 @@ by window position (inside a fault, at a fault's start or end = ambiguous, healt
 fault); the application running in healthy windows taken for a fault and the features that pulled them
 (largest deviation among the fold model's 50 most important features, z-scores against the training folds'
 healthy-labelled windows); and the same F-scores with every window overlapping an instance of chosen
-faults dropped (``--without pagefail,ioerr``). Prints markdown. docs/finj.md quotes its output for campaign 2.
+faults dropped (``--without pagefail,ioerr``); and a learning curve (each time-ordered fold tested by models
+trained on 1..4 of the other folds: how the score grows with the fault instances seen). Prints markdown;
+docs/finj.md quotes its output for campaign 2.
 """
 
 from __future__ import annotations
@@ -189,6 +191,41 @@ def analyse(ds: Dataset, insts: Sequence[Instance], seed: int = 0, k: int = 5, m
     return "\n".join(out) + "\n"
 
 
+def learning_curve(ds: Dataset, insts: Sequence[Instance], seed: int = 0, k: int = 5, model: str = "rf") -> str:
+    """How the time-ordered score grows with the fault instances the model learns from: every fold is tested
+    by models trained on every combination of m = 1..k-1 of the other folds (time-ordered folds, mode labels,
+    all windows); per m the pooled weighted F1 over all test folds and combinations, and the mean number of
+    instances of a fault kind in the training folds (the paper's 32-day campaign gave hundreds per kind)."""
+    from itertools import combinations
+
+    from sklearn.metrics import f1_score
+
+    core = one_core_per_window(len(ds.ends), ds.features.shape[1], seed)
+    x, y = ds.features[np.arange(len(ds.ends)), core], ds.mode
+    fl = folds(len(y), k)
+    faults = [i for i in insts if i.is_fault]
+    kinds = sorted({f.program for f in faults})
+    spans = [(ds.ends[te[0]] - (WINDOW - 1), ds.ends[te[-1]]) for _, te in fl]
+    out = ["| training folds | fits | weighted F1 (pooled) | macro F1 | instances per fault kind in training (mean) |"]
+    out += ["|---|---|---|---|---|"]
+    for m in range(1, k):
+        ys, ps, per_kind = [], [], []
+        for j, (_, te) in enumerate(fl):
+            for combo in combinations([i for i in range(k) if i != j], m):
+                tr = np.concatenate([fl[i][1] for i in combo])
+                if len(set(y[tr].tolist())) < 2:
+                    continue
+                ys.append(y[te])
+                ps.append(make(model, seed).fit(x[tr], y[tr]).predict(x[te]))
+                held = [f for f in faults if any(f.start < spans[i][1] and f.end > spans[i][0] for i in combo)]
+                per_kind.append(np.mean([sum(f.program == kd for f in held) for kd in kinds]))
+        yy, pp = np.concatenate(ys), np.concatenate(ps)
+        w = f1_score(yy, pp, average="weighted", zero_division=0.0)
+        mac = f1_score(yy, pp, average="macro", zero_division=0.0)
+        out.append(f"| {m} | {len(ys)} | {w:.3f} | {mac:.3f} | {np.mean(per_kind):.1f} |")
+    return "\n".join(out) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI: ``python -m nodewatch.tasks.finj.errors CAMPAIGN [--without a,b] [--model rf] [--seed 0]``."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -205,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
         insts = [i for i in insts if not (i.is_fault and i.program in drop)]
     print(f"## {a.campaign}{' without ' + ', '.join(drop) if drop else ''}\n")
     print(analyse(ds, insts, a.seed, model=a.model))
+    print("### Learning curve: time-ordered folds, trained on m of the other folds\n")
+    print(learning_curve(ds, insts, a.seed, model=a.model))
     return 0
 
 
