@@ -48,7 +48,15 @@ from nodewatch.tasks.cubes.telemetry import (
     scan_slab,
     split_by_batch,
 )
-from nodewatch.tasks.cubes.writer import Geometry, ensure_cube, input_fingerprint, read_marker, write_marker, write_region
+from nodewatch.tasks.cubes.writer import (
+    Geometry,
+    ensure_cube,
+    input_fingerprint,
+    read_geometry,
+    read_marker,
+    write_marker,
+    write_region,
+)
 
 DEFAULT_MAX_NODES = 100_000
 """Default of the setting ``max_cube_nodes``: more distinct node names than this is refused before any
@@ -94,24 +102,55 @@ def read_topology(store: Store) -> dict[str, dict[str, str]]:
 
 
 # ----------------------------------------------------------------------------- task bodies (run on workers)
+Missed = tuple[frozenset[str], frozenset[str]]
+"""Node and metric names a scan met in its files' dictionaries that are not on the cube's axes."""
+NO_MISS: Missed = (frozenset(), frozenset())
+
+
+class _Recording(dict):  # type: ignore[type-arg]
+    """A name -> axis index map that records every name looked up with ``get`` and not found.
+
+    The scan maps each distinct string of a record batch's dictionary through ``get`` (``telemetry._lookup``),
+    so after a scan ``missed`` holds every name of the slab's dictionaries that is off the axes: a superset
+    of the names of its rows (a dictionary may hold names of no row), found without a pass of its own.
+    """
+
+    def __init__(self, index: dict[str, int]) -> None:
+        super().__init__(index)
+        self.missed: set[str] = set()
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        """The index of ``key``, or ``default`` (and ``key`` recorded as missed)."""
+        if key in self:
+            return self[key]
+        if key is not None:
+            self.missed.add(key)
+        return default
+
+
 def _scan_split(
     url: str, slab: Any, day: date, step: pd.Timedelta, nodes: dict[str, int], metrics: dict[str, int], node_chunk: int
-) -> tuple[list[WindowStats], ScanReport]:
+) -> tuple[list[WindowStats], ScanReport, Missed]:
     tune_malloc()  # a worker process started by a nanny (see cluster.tune_malloc); once per process
     t0 = time.perf_counter()
-    stats, rep, time_major = scan_slab(Store(url), slab, day, step, nodes, metrics)
+    rec_n, rec_m = _Recording(nodes), _Recording(metrics)
+    stats, rep, time_major = scan_slab(Store(url), slab, day, step, rec_n, rec_m)
     grid = (len(nodes), int(pd.Timedelta("1D") / step), len(metrics))
     parts = split_by_batch(stats, node_chunk, grid, time_major)
     rep.seconds = time.perf_counter() - t0
-    return parts, rep
+    return parts, rep, (frozenset(rec_n.missed), frozenset(rec_m.missed))
 
 
-def _batch_of(scan: tuple[list[WindowStats], ScanReport], b: int) -> WindowStats:
+def _batch_of(scan: tuple[list[WindowStats], ScanReport, Missed], b: int) -> WindowStats:
     return scan[0][b]
 
 
-def _report_of(scan: tuple[list[WindowStats], ScanReport]) -> ScanReport:
-    return scan[1]
+def _report_of(scan: tuple[list[WindowStats], ScanReport, Missed]) -> tuple[ScanReport, Missed]:
+    return scan[1], scan[2]
+
+
+def _union(missed: list[Missed]) -> Missed:
+    return frozenset().union(*(m[0] for m in missed)), frozenset().union(*(m[1] for m in missed))
 
 
 def _merge_write_telemetry(url: str, step: str, geo: Geometry, region: Region, fork: Any,
@@ -120,7 +159,8 @@ def _merge_write_telemetry(url: str, step: str, geo: Geometry, region: Region, f
 
 
 def _telemetry_day(url: str, step: str, geo: Geometry, day: date, slabs: list[Any], nodes: dict[str, int],
-                   metrics: dict[str, int], regions: list[Region], forks: list[Any]) -> tuple[list[Any], list[ScanReport]]:
+                   metrics: dict[str, int], regions: list[Region],
+                   forks: list[Any]) -> tuple[list[Any], list[ScanReport], Missed]:
     """A whole telemetry day in one task (workers in other processes: Slurm jobs, a remote scheduler).
 
     The same scans, the same slab-order merges (a left fold, as :func:`merge_all`) and the same region
@@ -130,9 +170,11 @@ def _telemetry_day(url: str, step: str, geo: Geometry, day: date, slabs: list[An
     spec = spec_for(TELEMETRY, step)
     acc: list[WindowStats | None] = [None] * len(regions)
     reports: list[ScanReport] = []
+    missed: list[Missed] = []
     for s in slabs:
-        parts, rep = _scan_split(url, s, day, spec.steps["time"], nodes, metrics, geo.node_chunk)
+        parts, rep, miss = _scan_split(url, s, day, spec.steps["time"], nodes, metrics, geo.node_chunk)
         reports.append(rep)
+        missed.append(miss)
         for j, r in enumerate(regions):
             p = parts[r.node_batch]
             if acc[j] is None:
@@ -141,11 +183,11 @@ def _telemetry_day(url: str, step: str, geo: Geometry, day: date, slabs: list[An
                 acc[j].merge(p)
         del parts
     written = [_write_stats(url, step, geo, r, f, a, time.perf_counter()) for r, f, a in zip(regions, forks, acc, strict=True)]
-    return written, reports
+    return written, reports, _union(missed)
 
 
 def _telemetry_days(url: str, step: str, geo: Geometry, nodes: dict[str, int], metrics: dict[str, int],
-                    plans: list[tuple[date, list[Any], list[Region], Any]]) -> list[tuple[list[Any], list[ScanReport]]]:
+                    plans: list[tuple[date, list[Any], list[Region], Any]]) -> list[tuple[list[Any], list[ScanReport], Missed]]:
     """Several telemetry days in one task, one after the other (:func:`_telemetry_day` each, in the given order).
 
     Each plan is ``(day, slabs, regions, fork)``: one fork of the day's session takes all its regions (written
@@ -205,8 +247,8 @@ def _write_syslog(
     return int(per_window.any(axis=1).sum()), int(per_window.sum()), time.perf_counter() - t0, fork
 
 
-def _syslog_report(counts: tuple[np.ndarray, np.ndarray, ScanReport]) -> ScanReport:
-    return counts[2]
+def _syslog_report(counts: tuple[np.ndarray, np.ndarray, ScanReport]) -> tuple[ScanReport, Missed]:
+    return counts[2], NO_MISS
 
 
 # ----------------------------------------------------------------------------- driver
@@ -240,6 +282,7 @@ def build_days(
     max_nodes: int = DEFAULT_MAX_NODES,
     _retries: int = 3,
     day_tasks: bool | None = None,
+    _axes_known: tuple[set[str], set[str], list[str]] | None = None,
 ) -> list[DayResult]:
     """Aggregate staged ``kind`` (``telemetry``/``syslog``) of ``days`` into its cube on ``client``.
 
@@ -251,6 +294,14 @@ def build_days(
     :class:`TooManyNodesError` before anything is allocated or written. ``day_tasks`` builds each telemetry
     day as one task (default: when the workers run in other processes, where moving window states costs
     more than it parallelises; the chunks are the same bytes either way).
+
+    Axes: a telemetry cube that exists already is built on its own node and metric axes (plus the staged
+    topology) **without a pass over the staged names**; each scan records the names of its files'
+    dictionaries that are off the axes (:class:`_Recording`). The first day whose scans met such a name
+    (or dropped a row as off the axes) is not committed: the names of every day are then read
+    (:func:`_axes`, one task per file) and, if the axes must grow, the build starts again on the grown
+    axes (what the scan first would have built; the days committed before are rewritten). A new cube, a
+    syslog cube, and that restart read the names first.
     """
     from distributed import wait
 
@@ -262,7 +313,12 @@ def build_days(
         return results
     t_setup = time.perf_counter()
     topo = read_topology(store)
-    nodes, metrics, bad = _axes(client, store, kind, day_files)
+    known = read_geometry(store, spec) if kind == TELEMETRY and _axes_known is None else None
+    speculative = known is not None and bool(known.metrics)
+    if speculative:  # build on the cube's axes; the scans say whether they suffice
+        nodes, metrics, bad = set(known.nodes), set(known.metrics), []
+    else:
+        nodes, metrics, bad = _axes_known or _axes(client, store, kind, day_files)
     n_all = len(nodes | set(topo))
     if n_all > max_nodes:
         raise TooManyNodesError(
@@ -271,7 +327,8 @@ def build_days(
             "column, or raise the setting max_cube_nodes (env NODEWATCH_MAX_CUBE_NODES)")
     t_axes = time.perf_counter()
     geo = ensure_cube(store, spec, list(day_files), nodes | set(topo), topo, metrics, node_batch, epoch)
-    setup = {"axes_scan_s": round(t_axes - t_setup, 3), "ensure_cube_s": round(time.perf_counter() - t_axes, 3)}
+    setup = {"axes_scan_s": round(t_axes - t_setup, 3), "ensure_cube_s": round(time.perf_counter() - t_axes, 3),
+             "axes": "cube" if speculative else "scan"}
     n_nodes = len(geo.nodes)
     node_idx, metric_idx = geo.node_index, geo.metric_index
     url = store.url
@@ -283,6 +340,23 @@ def build_days(
     ic_repo = repo.open_repo(store, spec.key)
     conflicted: list[date] = []
     sessions_ahead: dict[date, Any] = {}  # sessions of the later days of a group, made when the group is submitted
+    exact: list[tuple[set[str], set[str], list[str]]] = []  # the names read after a scan met one off the axes
+    restart: list[bool] = []  # the axes must grow: commit nothing more, build again on the grown axes
+
+    def axes_suffice(missed: Missed, rep: ScanReport) -> bool:
+        """Whether a speculative day may be committed (reads every day's names the first time it is unsure)."""
+        if restart:
+            return False
+        off = rep.dropped.get("node not on the cube axis", 0) + rep.dropped.get("metric not on the cube axis", 0)
+        if not speculative or exact or not (missed[0] or missed[1] or off):
+            return True
+        exact.append(_axes(client, store, kind, day_files))
+        grow = (exact[0][0] | set(topo)) - set(geo.nodes) or exact[0][1] - set(geo.metrics)
+        if grow:
+            restart.append(True)
+            return False
+        bad.extend(exact[0][2])  # names of no row, or invalid ones (dropped, reported): the day stands
+        return True
 
     def finish(entry: tuple[date, float, list[str], list[Any], Any, Any]) -> None:
         try:
@@ -296,9 +370,10 @@ def build_days(
     def _finish(entry: tuple[date, float, list[str], list[Any], Any, Any]) -> None:
         day, t0, files, writes, reports, session = entry
         if isinstance(reports, int):  # a group task built the day (and others): its entry `reports` of the result
-            written, scan_reports = client.gather(writes)[0][reports]
+            written, scan_reports, missed = client.gather(writes)[0][reports]
         else:
-            written, scan_reports = client.gather(writes), client.gather(reports)
+            pairs = client.gather(reports)
+            written, scan_reports, missed = client.gather(writes), [p[0] for p in pairs], _union([p[1] for p in pairs])
         forks = list({id(w[3]): w[3] for w in written}.values())
         with_data = sum(w[0] for w in written)
         first = next(iter(spec.steps))
@@ -306,6 +381,8 @@ def build_days(
         rep = ScanReport()
         for r in scan_reports:
             rep = rep.merge(r)
+        if not axes_suffice(missed, rep):
+            return
         payload = {
             "day": day.isoformat(),
             "cube": spec.key,
@@ -382,8 +459,16 @@ def build_days(
         ):
             wait(pending[0][3])
             finish(pending.pop(0))
+        if restart:
+            break
     for entry in pending:
+        if restart:
+            break
         finish(entry)
+    if restart:  # a name off the axes: build every day again on the axes a scan of the names gives
+        client.cancel([f for e in pending for f in e[3]])
+        return build_days(store, kind, days, client, step, node_batch, epoch, slab_rows, max_days_in_flight, run_id,
+                          max_nodes, _retries, day_tasks, _axes_known=exact[0])
     if conflicted:  # another build changed an axis under these days' sessions: redo them on the new axes
         if _retries <= 0:
             raise repo.CubeConflictError(f"{spec.key}: days {', '.join(d.isoformat() for d in conflicted)} kept "
