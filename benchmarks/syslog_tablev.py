@@ -15,7 +15,10 @@ none; ``--extra-windows 10:8`` = the 10-min window with >= 8 lines, ``--sweep-wi
 vicinity: rack within architecture (the paper's final choice, default), rack, architecture, global, the
 resource-allocation vicinity (nodes of the same job at that moment, from the simulator's job allocations) and their
 union/intersection; the time-of-failure vicinity (failures within 10 min of each other) is offline only, as in the paper.
-Windows in which the node boots (a known outage) are not alarms.
+Windows in which the node boots (a known outage) are not alarms. Static vicinities apply the vicinity-wide rule
+(Eq. S3, ``SyslogSettings.wide_interval_min``, ``--wide-interval``; 0 = off): a vicinity in which many nodes reach a
+window's floor within 10 min departs as a whole and none of its nodes is a node alarm then. "Detectors in the same
+run" prints the 316b8f2 detectors (30-min window alone; 30 + 10 min) beside the ones with Eq. S3.
 
 Ground truth: the simulator's failures (``Schedule.failures``; admin reboots are maintenance, not failures); also
 reported: recall among failures with a syslog precursor and among *regular* failures (not ``rack_power``, the
@@ -53,6 +56,7 @@ from nodewatch.models.syslog.dynamic import (  # noqa: E402
     multi_window_detect,
     sliding_any,
     sliding_sg,
+    vicinity_wide,
 )
 from nodewatch.models.syslog.evaluate import table_v_scores  # noqa: E402
 from nodewatch.models.syslog.filtering import filtered_templates  # noqa: E402
@@ -72,18 +76,23 @@ BOOT = r"^(Linux version |Startup finished in )"
 VARIANTS = ("raw", "anonymised", "filtered", "filtered+anonymised")
 
 
-def detect(sg: np.ndarray, groups: list[np.ndarray], cfg: SyslogSettings) -> np.ndarray:
-    """Flags (nodes x windows) of the vicinity detector on one SG window."""
-    flags = np.zeros(sg.shape, bool)
-    for g in groups:
-        ab, _ = two_means_threshold(sg[g].T, cfg.density_factor, cfg.min_sg)
-        flags[g] = ab.T
-    return flags
+def detect(bins: np.ndarray, groups: list[np.ndarray], cfg: SyslogSettings, bin_min: int) -> tuple[np.ndarray, np.ndarray]:
+    """Flags (nodes x moments) of the product's detector on one variant's bins: the windows of ``cfg`` (Eq. S2) with
+    the vicinity-wide rule (Eq. S3, ``cfg.wide_interval_min``; 0 = off); and the wide vicinity-moments."""
+    wins = windows_of(cfg, bin_min)
+    wide = vicinity_wide(bins, groups, wins, cfg.wide_interval_min // bin_min, cfg.wide_min_nodes, cfg.wide_min_share)
+    return multi_window_detect(bins, groups, wins, cfg.density_factor, wide)[0], wide
 
 
 def windows_of(cfg: SyslogSettings, bin_min: int) -> list[tuple[int, float]]:
     """``[(bins, min_sg)]``: the main window then ``cfg.extra_windows`` (Eq. S2), in ``bin_min`` bins."""
     return [(w // bin_min, float(m)) for w, m in [(cfg.window_min, cfg.min_sg), *cfg.extra_windows]]
+
+
+def alarm_episodes_1d(x: np.ndarray) -> list[tuple[int, int]]:
+    """Runs of consecutive True of a 1-D mask: ``(first, last)``."""
+    d = np.diff(np.concatenate([[0], np.asarray(x, np.int8), [0]]))
+    return list(zip(np.flatnonzero(d == 1).tolist(), (np.flatnonzero(d == -1) - 1).tolist(), strict=True))
 
 
 def baseline(sg: np.ndarray, hist: int = 48, z: float = 6.0) -> np.ndarray:
@@ -256,10 +265,8 @@ def evaluate(a: argparse.Namespace, cfg: SyslogSettings, sim: SimConfig, sched: 
         elif vic in ("rack_arch|job", "rack_arch&job"):
             f1_, f2_ = run(v, "rack_arch", c), run(v, "job", c)
             f = (f1_ | f2_) if "|" in vic else (f1_ & f2_)
-        elif len(c.extra_windows):  # Eq. S2: the main window and the shorter ones, union
-            f = multi_window_detect(bins[v.replace("+", "_")], groups[vic], windows_of(c, a.bin_min), c.density_factor)[0]
-        else:
-            f = detect(s, groups[vic], c)
+        else:  # Eq. S2: the main window and the shorter ones, union; Eq. S3: vicinity-wide moments are no node alarm
+            f = detect(bins[v.replace("+", "_")], groups[vic], c, a.bin_min)[0]
         return f & ~boots["anonymised" if "anonymised" in v else "raw"]
 
     def score(flags: np.ndarray, m: np.ndarray | None = None) -> dict:
@@ -269,7 +276,9 @@ def evaluate(a: argparse.Namespace, cfg: SyslogSettings, sim: SimConfig, sched: 
     print(f"\n{a.nodes} nodes x {a.days} days, {len(f_ns)} failures ({has_pre.sum()} with a syslog precursor, "
           f"{regular.sum()} regular = not rack_power); SG window {cfg.window_min} min sliding by {a.bin_min} min; "
           f"nodes busy {busy:.0%} of moments; density_factor {cfg.density_factor}, min_sg {cfg.min_sg}, extra windows "
-          f"(min, min_sg) {cfg.extra_windows} (raw/anonymised: {raw_cfg.density_factor}, {raw_cfg.min_sg}, none)")
+          f"(min, min_sg) {cfg.extra_windows} (raw/anonymised: {raw_cfg.density_factor}, {raw_cfg.min_sg}, none); "
+          f"vicinity-wide interval {cfg.wide_interval_min} min (0 = off), >= max({cfg.wide_min_nodes}, "
+          f"{cfg.wide_min_share} x live) nodes")
     if a.sweep:
         print("\nsweep (filtered): vicinity factor min_sg -> precision recall@0 alarms")
         grid = [("filtered", vic, fac, ms) for vic in (a.vicinity, "job") for fac in (2, 3, 4, 6, 8)
@@ -308,6 +317,24 @@ def evaluate(a: argparse.Namespace, cfg: SyslogSettings, sim: SimConfig, sched: 
             print(f"| {v} | {label} | {s['precision']:.2f} | {s['recall@moment']:.2f} | {s['recall@0min']:.2f} | "
                   f"{s['recall@10min']:.2f} | {s['recall@30min']:.2f} | {s['recall@60min']:.2f} | "
                   f"{sp['recall@0min']:.2f} | {s['median_lead_min']:.0f} | {int(s['episodes'])} |", flush=True)
+    print(f"\nDetectors in the same run (vicinity {a.vicinity}; filtered | filtered+anonymised; truth = regular "
+          "failures, then all failures): precision, recall @moment, @0/10/30/60 min, median lead, alarms; "
+          "vicinity-wide events (Eq. S3)")
+    for name, ew, wi in (("316b8f2 default: 30 min", [], 0), ("316b8f2 opt-in: 30 + 10 min", [(10, 8.0)], 0),
+                         ("30 min + Eq. S3", [], cfg.wide_interval_min or 10),
+                         ("30 + 10 min + Eq. S3", [(10, 8.0)], cfg.wide_interval_min or 10)):
+        c2 = SyslogSettings(**{**cfg.model_dump(), "extra_windows": ew, "wide_interval_min": wi, "step_min": a.bin_min})
+        cells = []
+        for v in ("filtered", "filtered+anonymised"):
+            fv, wide = detect(bins[v.replace("+", "_")], groups[a.vicinity], c2, a.bin_min)
+            fv &= ~boots["anonymised" if "anonymised" in v else "raw"]
+            s, sa = score(fv, regular), score(fv)
+            n_ev = sum(len(alarm_episodes_1d(w)) for w in wide)
+            cells.append(f"{s['precision']:.2f} {s['recall@moment']:.2f} {s['recall@0min']:.2f} "
+                         f"{s['recall@10min']:.2f} {s['recall@30min']:.2f} {s['recall@60min']:.2f} "
+                         f"{s['median_lead_min']:.0f}m {int(s['episodes'])} (all: {sa['precision']:.2f} "
+                         f"{sa['recall@0min']:.2f}) ev {n_ev}")
+        print(f"  {name:28s}: {' | '.join(cells)}", flush=True)
     # silence (after the fact): a node without any line in a window whose vicinity peers log (median >= 5 lines)
     live_med = np.zeros(sg["raw"].shape)
     warnings.simplefilter("ignore", RuntimeWarning)  # all-silent vicinity-moments: nanmedian of nothing
@@ -378,6 +405,8 @@ def main() -> None:
     ap.add_argument("--sweep-windows", action="store_true", help="print precision/recall over extra SG windows (dev)")
     ap.add_argument("--extra-windows", default=None,
                     help="extra SG windows 'min:min_sg,...' ('' = none; default: SyslogSettings.extra_windows)")
+    ap.add_argument("--wide-interval", type=int, default=None,
+                    help="vicinity-wide interval in minutes (Eq. S3; 0 = off; default: SyslogSettings)")
     ap.add_argument("--precursor-rate", type=float, default=None, help="syslog_precursor_lines_per_min (default: simulator's)")
     ap.add_argument("--precursor-share", type=float, default=None,
                     help="syslog_precursor_share (paper-like setting; default: simulator's -1 = telemetry windows)")
@@ -397,6 +426,8 @@ def main() -> None:
     if a.extra_windows is not None:
         ew = [(int(x.split(":")[0]), float(x.split(":")[1])) for x in a.extra_windows.split(",") if x.strip()]
         cfg = SyslogSettings(**{**cfg.model_dump(), "extra_windows": ew, "step_min": a.bin_min})
+    if a.wide_interval is not None:
+        cfg = SyslogSettings(**{**cfg.model_dump(), "wide_interval_min": a.wide_interval, "step_min": a.bin_min})
     kw = {} if a.precursor_rate is None else {"syslog_precursor_lines_per_min": a.precursor_rate}
     if a.precursor_share is not None:
         kw["syslog_precursor_share"] = a.precursor_share

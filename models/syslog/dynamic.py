@@ -14,6 +14,16 @@
   with its own floor ``min_sg_i``) at the same observation moments and takes the union (Eq. S2:
   ``A_t(n) = OR_i [n abnormal in its vicinity for SG over the w_i before t]``): a short burst that the 30-min
   window dilutes below its floor stands out in a short one, a slow one still needs the long window.
+* **Vicinity-wide events** (§II-A4, §III-D): "a failure in itself is observable on a particular node at a specific
+  moment [...] even though, several nodes may fail due to the same reason"; the time-of-failure vicinity groups "all
+  nodes that experience a failure within the same predefined time interval" (10 minutes), and on a shared cause "the
+  results were accurate and reliable" when the group itself is the finding. Online, before any failure: when, in one
+  vicinity, at least ``max(min_nodes, min_share * live nodes)`` nodes reach a window's floor (SG >= ``min_sg_i``)
+  within the same interval, the vicinity departs *as a whole* (a power or cooling event of the rack, a row's
+  maintenance): it is one vicinity-wide event, not that many node anomalies, and no node of it is abnormal at that
+  moment (Eq. S3, :func:`vicinity_wide`; ``min_nodes`` = 3 and ``min_share`` = 0.25 are the product's rule for
+  rack-wide outages, :func:`nodewatch.models.syslog.outages.external_events`). Without it a short window flags the
+  top of a rack-wide burst: the two-means split falls inside the bursting majority (docs/syslog.md, fourth pass).
 * **Time-of-failure vicinity** (§II-A4): "all nodes that experience a failure within the same predefined time
   interval (10 minutes)" — known only after the failures, so the paper uses it offline (§III-D):
   :func:`failure_time_groups`.
@@ -100,14 +110,39 @@ def label_detect(sg: np.ndarray, labels: np.ndarray, factor: float, min_sg: floa
     return flags, score
 
 
+def vicinity_wide(bins: np.ndarray, groups: list[np.ndarray], windows: list[tuple[int, float]], interval: int,
+                  min_nodes: int = 3, min_share: float = 0.25) -> np.ndarray:
+    """Eq. S3: vicinity-moments in which the vicinity departs as a whole (module doc), shape ``(len(groups), moments)``.
+
+    ``wide[g, t]`` when, for some window ``(k, min_sg)`` of ``windows``, the nodes of ``groups[g]`` whose sliding SG
+    (Eq. S1, ``k`` bins) reached ``max(min_sg, 1)`` at one of the moments ``t - interval + 1 .. t`` number at least
+    ``max(min_nodes, min_share * L)``, ``L`` = the vicinity's live nodes (SG > 0) at ``t`` in that window.
+    ``interval`` <= 0: never.
+    """
+    b = np.asarray(bins)
+    wide = np.zeros((len(groups), b.shape[1]), bool)
+    if interval <= 0:
+        return wide
+    for k, min_sg in windows:
+        sg = sliding_sg(b, int(k))
+        recent = sliding_any(sg >= max(float(min_sg), 1.0), int(interval))
+        for j, g in enumerate(groups):
+            n_hi = recent[g].sum(axis=0)
+            n_live = (sg[g] > 0).sum(axis=0)
+            wide[j] |= n_hi >= np.maximum(float(min_nodes), min_share * n_live)
+    return wide
+
+
 def multi_window_detect(bins: np.ndarray, groups: list[np.ndarray], windows: list[tuple[int, float]],
-                        factor: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                        factor: float, wide: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Eq. S2: union over ``windows`` = ``[(k bins, min_sg), ...]`` of the two-means relative-density threshold
     (:func:`~nodewatch.models.syslog.vicinity.two_means_threshold`) on the sliding SG of ``k`` bins (Eq. S1),
     per vicinity ``groups`` (index arrays into the rows of ``bins``, nodes x bins).
 
-    Returns ``(flags, score, which)`` shaped like ``bins``: abnormal in any window; the score of the flagging window
-    with the highest score (else the highest score of any window); the index in ``windows`` of that window.
+    ``wide`` (``(len(groups), moments)`` bool, from :func:`vicinity_wide`): vicinity-moments that are one
+    vicinity-wide event; no node of them is abnormal (Eq. S3). Returns ``(flags, score, which)`` shaped like
+    ``bins``: abnormal in any window; the score of the flagging window with the highest score (else the highest
+    score of any window); the index in ``windows`` of that window.
     """
     b = np.asarray(bins)
     flags = np.zeros(b.shape, bool)
@@ -115,9 +150,11 @@ def multi_window_detect(bins: np.ndarray, groups: list[np.ndarray], windows: lis
     which = np.zeros(b.shape, np.int64)
     for i, (k, min_sg) in enumerate(windows):
         sg = sliding_sg(b, int(k))
-        for g in groups:
+        for j, g in enumerate(groups):
             ab, sc = two_means_threshold(sg[g].T, factor, min_sg)
             ab, sc = ab.T, sc.T
+            if wide is not None:
+                ab = ab & ~wide[j][None, :]
             # a flagging window beats a non-flagging one; among equals the higher score wins
             better = (ab & ~flags[g]) | ((ab == flags[g]) & (sc > score[g]))
             score[g] = np.where(better, sc, score[g])

@@ -13,7 +13,9 @@ physical location within one architecture); without a topology every node is in 
 SG is the number of lines in the ``window_min`` (30) minutes before each observation moment, one moment every
 ``step_min`` (5) minutes (the paper's sliding window; the first moments of a day see only that day's lines), and
 the shorter ``extra_windows`` (none by default) at the same moments: abnormal in any of them is abnormal (Eq. S2 of
-models/syslog/dynamic.py); a row's ``sg`` and ``score`` are those of the window that flagged it.
+models/syslog/dynamic.py); a row's ``sg`` and ``score`` are those of the window that flagged it. A vicinity in which
+many nodes reach a window's floor within ``wide_interval_min`` (10) minutes departs as a whole (Eq. S3): that is one
+vicinity-wide event (``DayResult.vicinity_events``, ``ctx.shared["syslog"]["vicinity_events"]``), not node alarms.
 Windows in which a node boots (its own kernel/systemd boot line) are never abnormal: that outage is known.
 """
 
@@ -34,6 +36,7 @@ from nodewatch.models.syslog.dynamic import (
     multi_window_detect,
     sliding_any,
     sliding_sg,
+    vicinity_wide,
 )
 from nodewatch.models.syslog.filtering import filtered_templates
 from nodewatch.models.syslog.vicinity import sg_matrix
@@ -66,6 +69,8 @@ class DayResult:
     """Per ``abnormal`` row: the median SG of the live nodes of its vicinity in that window (the evidence)."""
     peers: list[int] = field(default_factory=list)
     """Per ``abnormal`` row: the live nodes of its vicinity in that window."""
+    vicinity_events: list[dict[str, object]] = field(default_factory=list)
+    """Vicinity-wide events (Eq. S3, :func:`wide_events`): a vicinity that departed as a whole, not node alarms."""
 
     def shared(self) -> dict[str, object]:
         """The ``ctx.shared["syslog"]`` contract: the highest-scoring abnormal window per node, and the outages."""
@@ -87,7 +92,8 @@ class DayResult:
             new = [{"template_id": int(i), "template": t, "lines": int(n)} for i, t, n in
                    zip(cat["template_id"].to_pylist(), cat["template"].to_pylist(), cat["lines_day"].to_pylist(),
                        strict=True)]
-        return {"abnormal": best, "outages": outs, "new_templates": new, "filtered_templates": len(self.filtered)}
+        return {"abnormal": best, "outages": outs, "new_templates": new, "filtered_templates": len(self.filtered),
+                "vicinity_events": list(self.vicinity_events)}
 
 
 def vicinities(store: Store, nodes: list[str], kind: str) -> tuple[list[np.ndarray], list[str]]:
@@ -138,16 +144,36 @@ def job_labels(store: Store, nodes: list[str], day: date, moments_ns: np.ndarray
 
 
 def detect(bins: np.ndarray, groups: list[np.ndarray], labels: list[str], cfg: SyslogSettings
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[np.ndarray]]:
-    """Abnormal flags, scores, vicinity index per node, index of the deciding window per (node, moment) and the SG
-    of every window, from the ``step_min`` bins (``cfg.windows()``: the main window then the extra ones, Eq. S2)."""
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[np.ndarray], np.ndarray]:
+    """Abnormal flags, scores, vicinity index per node, index of the deciding window per (node, moment), the SG
+    of every window and the vicinity-wide moments (groups x moments, Eq. S3), from the ``step_min`` bins
+    (``cfg.windows()``: the main window then the extra ones, Eq. S2)."""
     windows = cfg.windows()
-    flags, score, which = multi_window_detect(bins, groups, windows, cfg.density_factor)
+    wide = vicinity_wide(bins, groups, windows, cfg.wide_bins(), cfg.wide_min_nodes, cfg.wide_min_share)
+    flags, score, which = multi_window_detect(bins, groups, windows, cfg.density_factor, wide)
     sgs = [sliding_sg(bins, k) for k, _ in windows]
     vic = np.zeros(bins.shape[0], np.int64)
     for k, g in enumerate(groups):
         vic[g] = k
-    return flags, score, vic, which, sgs
+    return flags, score, vic, which, sgs, wide
+
+
+def wide_events(wide: np.ndarray, labels: list[str], sgs: list[np.ndarray], floors: list[float],
+                groups: list[np.ndarray], moments_ns: np.ndarray) -> list[dict[str, object]]:
+    """Vicinity-wide events (Eq. S3) as ``{"vicinity", "start", "end", "nodes"}``: consecutive wide moments of one
+    vicinity merged (window ends); ``nodes`` = the most of its nodes at or above a window's floor (``sgs[i] >=
+    max(floors[i], 1)``, any window) at one of those moments."""
+    out = []
+    for j, lab in enumerate(labels):
+        d = np.diff(np.concatenate([[0], wide[j].astype(np.int8), [0]]))
+        for a, b in zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist(), strict=True):
+            hi = np.zeros((len(groups[j]), b - a), bool)
+            for sg, f in zip(sgs, floors, strict=True):
+                hi |= sg[groups[j]][:, a:b] >= max(f, 1.0)
+            out.append({"vicinity": lab, "start": datetime.fromtimestamp(int(moments_ns[a]) / NS, UTC).isoformat(),
+                        "end": datetime.fromtimestamp(int(moments_ns[b - 1]) / NS, UTC).isoformat(),
+                        "nodes": int(hi.sum(axis=0).max())})
+    return out
 
 
 def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, export: bool = False,
@@ -177,7 +203,7 @@ def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, expor
     booting = sliding_any(sg_matrix(pc.cast(b["time"], pa.int64()).to_numpy(), b_idx, len(nodes), d0, step_ns, n_win) > 0, k)
     static = cfg.vicinity.split("|")[0] if cfg.vicinity != "job" else "global"
     groups, labels = vicinities(store, nodes, static)
-    flags, score, vic, which, sgs = detect(bins, groups, labels, cfg)
+    flags, score, vic, which, sgs, wide = detect(bins, groups, labels, cfg)
     vic_label = np.array(labels, object)[np.broadcast_to(vic[:, None], bins.shape)]
     peer_sel: dict[tuple[int, int], np.ndarray] = {}
     if "job" in cfg.vicinity:
@@ -223,6 +249,8 @@ def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, expor
     outs = syslog_outages(staged, int(pc.max(staged["time"]).cast(pa.int64()).as_py()), jobs=jobs, reservations=resv,
                           racks=racks)
     res = DayResult(ds, tr, filt, abnormal, outs)
+    res.vicinity_events = wide_events(wide, labels, sgs, [m for _, m in cfg.windows()], groups,
+                                      d0 + (np.arange(n_win) + 1) * step_ns)
     for i, w in zip(ni.tolist(), wi.tolist(), strict=True):
         g = peer_sel.get((i, w), groups[vic[i]])
         x = sgs[which[i, w]][g, w]  # the vicinity in the same window length
@@ -232,6 +260,7 @@ def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, expor
     res.counts = {"rows": tr.rows, "templates": tr.templates, "filtered_templates": len(filt),
                   "filtered_lines": int((~keep).sum()), "abnormal_windows": abnormal.num_rows,
                   "abnormal_nodes": len(set(abnormal["node"].to_pylist())), "outages": outs.num_rows,
+                  "vicinity_events": len(res.vicinity_events),
                   **{f"templates_{k}": v for k, v in tr.counts.items() if k in ("overflow", "new_templates", "truncated")}}
     if export:
         res.export = export_anonymised(store, day, run_id, tr, cfg, key)

@@ -1,5 +1,5 @@
 """The syslog section of the nightly report (docs/syslog.md): top abnormal nodes with their vicinity evidence,
-outages, the night's new templates.
+vicinity-wide events, outages, the night's new templates.
 
 The nightly ``syslog`` step renders it from ``ctx.shared["syslog"]`` and stores it as
 ``reports/nightly/date=D/syslog.md``; :func:`nodewatch.tasks.report.nightly.write_report` appends that file to the
@@ -41,6 +41,13 @@ def section_markdown(shared: dict[str, Any], counts: dict[str, int] | None = Non
             out.append(f"\n{len(ab) - limit} more in {md_code('staged/syslog_abnormal')}")
     else:
         out.append("No node departed from its vicinity.")
+    ev = shared.get("vicinity_events", [])
+    if ev:
+        out += ["", f"### Vicinity-wide events ({len(ev)}: the vicinity departed as a whole, no node alarm)", "",
+                "| vicinity | from (UTC) | to (UTC) | nodes at the floor |", "|---|---|---|---|"]
+        for e in ev[:limit]:
+            out.append(f"| {md(e['vicinity'])} | {md(str(e['start'])[:16])} | {md(str(e['end'])[:16])} | "
+                       f"{int(e['nodes'])} |")
     outs = shared.get("outages", [])
     fails = [o for o in outs if o.get("regular_failure")]
     out += ["", f"### Outages ({len(outs)}, {len(fails)} regular failures)", ""]

@@ -37,6 +37,15 @@ class SyslogSettings(BaseModel):
     (chosen on simulator seed 2) raised recall on the paper-like simulator but flagged the staggered onset of
     rack-wide precursors on the default simulator's seed 1 (precision 0.59, docs/syslog.md), so it is opt-in.
     Static vicinities only (the ``job`` vicinity uses ``window_min``)."""
+    wide_interval_min: int = Field(10, ge=0, le=1440)
+    """Vicinity-wide events (models/syslog/dynamic.vicinity_wide, Eq. S3): when at least ``max(wide_min_nodes,
+    wide_min_share * live nodes)`` nodes of one vicinity reach a window's floor within this many minutes (the paper's
+    time-of-failure interval, §II-A4), the vicinity departs as a whole (one event: rack power, cooling,
+    maintenance) and none of its nodes is abnormal then. ``0``: off. Static vicinities only."""
+    wide_min_nodes: int = Field(3, ge=1)
+    """Vicinity-wide events: at least this many nodes (as the rack-wide outage rule)."""
+    wide_min_share: float = Field(0.25, ge=0.0, le=1.0)
+    """Vicinity-wide events: and at least this share of the vicinity's live nodes (as the rack-wide outage rule)."""
     export_anonymised: bool = True
     """Nightly: write the day's anonymised log to exports/syslog/ (and the encrypted mapping)."""
     filtered: bool = True
@@ -59,7 +68,14 @@ class SyslogSettings(BaseModel):
             if w < self.step_min or w % self.step_min or w > 1440 or m < 0:
                 raise ValueError(f"SG window {w} min (min_sg {m}) must be a multiple of step_min={self.step_min} "
                                  f"and at most 1440 min, with min_sg >= 0")
+        if self.wide_interval_min % self.step_min:
+            raise ValueError(f"wide_interval_min={self.wide_interval_min} must be a multiple of "
+                             f"step_min={self.step_min}")
         return self
+
+    def wide_bins(self) -> int:
+        """The vicinity-wide interval in observation steps (0: off)."""
+        return self.wide_interval_min // self.step_min
 
     def windows(self) -> list[tuple[int, float]]:
         """``[(bins, min_sg), ...]`` of the main window then the extra ones, for :func:`multi_window_detect`."""
