@@ -170,17 +170,20 @@ def test_no_orphans_when_the_engine_dies(tmp_path: Path, sig: int) -> None:
 
 
 def test_stop_callback_cleans_up(tmp_path: Path) -> None:
-    t0 = time.monotonic()
-    summary = run_campaign(
-        parse_text(WL_LONG, NCORES), EngineConfig(out=tmp_path / "c", sample=False), stop=lambda: time.monotonic() - t0 > 3
-    )
+    first: list[float] = []
+
+    def stop() -> bool:  # 1 s after the loop's first check (both tasks start in that first iteration)
+        first.append(time.monotonic())
+        return first[-1] - first[0] > 1.0
+
+    summary = run_campaign(parse_text(WL_LONG, NCORES), EngineConfig(out=tmp_path / "c", sample=False), stop=stop)
     assert summary["interrupted"] and summary["counts"]["stopped"] == 2
     assert not any(_alive(p) for p in _task_pids(tmp_path / "c"))
 
 
 def test_time_limit_kills_and_faults_never_overlap(tmp_path: Path) -> None:
     wl = HEADER + "0; 2; 1; True; 0; dial\n1; 2; 2; True; 0; ddot l\n"
-    summary = run_campaign(parse_text(wl, NCORES), EngineConfig(out=tmp_path / "c", sample=False, time_scale=1.0))
+    summary = run_campaign(parse_text(wl, NCORES), EngineConfig(out=tmp_path / "c", sample=False, time_scale=2.0))
     ev = _events(tmp_path / "c")
     kinds = [(e["event"], e["seq"]) for e in ev]
     assert ("delayed", "2") in kinds
