@@ -18,7 +18,15 @@ in one run, from copies of one staged store:
    28 Nov: glibc's mmap threshold fixed by the nanny's ``MALLOC_TRIM_THRESHOLD_``, see
    ``tasks/cubes/cluster.py: tune_malloc``), so the fix is measured against its baseline in the same run;
 5. with ``--day-per-task``: Slurm again with one day per task (``MAX_DAYS_PER_TASK = 1``: the layout before
-   28 Nov, less its one fork per region) to show what grouping days gains, on the same cluster size.
+   28 Nov, less its one fork per region) to show what grouping days gains, on the same cluster size;
+6. ``one-local-scan-names`` / ``slurm-scan-names``: the builds as before 28 Nov 11:00, a pass over the staged
+   node/metric names before any day (``read_geometry`` hidden from ``build_days``), where the default now takes
+   the existing cube's axes and lets the scans report names off them;
+7. ``slurm-finish-on-workers`` (``--score``): each day's ``finish_day`` (summary, alerts, heat map, commit) as a
+   task on the Slurm workers (``run_on``) instead of on this host.
+
+``--layouts`` picks and orders them (default: one-local, local, slurm, one-local-scan-names, slurm-scan-names;
+``slurm-untuned`` and the others on request).
 
 Each layout first builds one throwaway day per worker (imports, JIT, the heap's first touch) untimed. Every
 build's chunks are compared byte for byte with the baseline's. Prints the walls and
@@ -31,12 +39,15 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import tempfile
 import time
 from datetime import date, timedelta
 from pathlib import Path
 
 START = date(2026, 5, 1)
+CUBES_S: list[float] = []
+"""Wall of the cube phase of the last timed build (the rest of its wall is the scoring)."""
 
 
 def stage(root: Path, days: int, nodes: int, metrics: int, freq: str) -> None:
@@ -83,7 +94,7 @@ def prepare_models(root: Path, nodes: int) -> str:
     return run
 
 
-def score_all(st: object, days: list, address: str | None, workers: int) -> None:
+def score_all(st: object, days: list, address: str | None, workers: int, finish_on_workers: bool = False) -> None:
     """The backfill's scoring (``flows/nightly.py: _score_days`` without Prefect): two groups of node batches
     per worker and day, ``workers`` groups at a time, each ``run_on(address, score_regions, group)`` (one Dask
     task on the cluster at ``address``, or in this thread); then each day's ``finish_day`` on this host."""
@@ -119,7 +130,7 @@ def score_all(st: object, days: list, address: str | None, workers: int) -> None
         for d, fs in futs.items():
             results = [r for f in fs for r in f.result()]
             t = time.perf_counter()
-            finish_day(st, d, "ruad", run, results, [], "bench")
+            run_on(address if finish_on_workers else None, finish_day, st, d, "ruad", run, results, [], "bench")
             t_fin += time.perf_counter() - t
     if ts is not None:
         for rec in ts.data:
@@ -136,10 +147,12 @@ def build(root: Path, warm: Path, days: int, where: str, workers: int, score: bo
     so imports, JIT compilation and the first touch of a worker's heap are not in the figure (paid once per worker).
     """
     from nodewatch.tasks.core.store import Store
+    from nodewatch.tasks.cubes import build as build_mod
     from nodewatch.tasks.cubes.build import build_days
     from nodewatch.tasks.cubes.cluster import dask_client
 
     st = Store(str(root))
+    finish_on_workers = where == "slurm-finish-on-workers"
     ds = [START + timedelta(days=i) for i in range(days)]
 
     def timed(c) -> float:
@@ -147,15 +160,25 @@ def build(root: Path, warm: Path, days: int, where: str, workers: int, score: bo
         build_days(Store(str(warm)), "telemetry", ds[:n], c, node_batch=32)  # a day per worker: every worker warm
         at = None if where in ("one-local", "local") else c.scheduler.address
         if score:
-            score_all(Store(str(warm)), ds[:1], at, workers)
+            score_all(Store(str(warm)), ds[:1], at, workers, finish_on_workers)
         t = time.perf_counter()
         build_days(st, "telemetry", ds, c, node_batch=32)
+        CUBES_S[:] = [time.perf_counter() - t]
         if score:
-            t_cubes = time.perf_counter() - t
-            score_all(st, ds, at, workers)
+            t_cubes = CUBES_S[0]
+            score_all(st, ds, at, workers, finish_on_workers)
             print(f"  {where}: cubes {t_cubes:.2f} s, scoring {time.perf_counter() - t - t_cubes:.2f} s", flush=True)
         return time.perf_counter() - t
 
+    if where.endswith("-scan-names"):  # as before: no cube axes seen, so a pass over the names first
+        old_rg, build_mod.read_geometry = build_mod.read_geometry, lambda *a, **k: None
+        try:
+            return build(root, warm, days, where.removesuffix("-scan-names"), workers, score)
+        finally:
+            build_mod.read_geometry = old_rg
+    if where == "slurm-finish-on-workers":
+        with dask_client("slurm", n_workers=workers) as c:
+            return timed(c)
     if where == "slurm-untuned":
         old_env = os.environ.get("NODEWATCH_TUNE_MALLOC")
         os.environ["NODEWATCH_TUNE_MALLOC"] = "0"  # read by the workers (the env file of the jobs)
@@ -168,8 +191,6 @@ def build(root: Path, warm: Path, days: int, where: str, workers: int, score: bo
             else:
                 os.environ["NODEWATCH_TUNE_MALLOC"] = old_env
     if where == "slurm-day-per-task":
-        from nodewatch.tasks.cubes import build as build_mod
-
         old, build_mod.MAX_DAYS_PER_TASK = build_mod.MAX_DAYS_PER_TASK, 1
         try:
             with dask_client("slurm", n_workers=workers) as c:
@@ -198,6 +219,11 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2, help="Slurm worker jobs (one thread each)")
     ap.add_argument("--day-per-task", action="store_true", help="also time Slurm with one day per task")
     ap.add_argument("--score", action="store_true", help="time the backfill's scoring too (RUAD, CURRENT run)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run the layouts this many times, interleaved; the medians are compared")
+    ap.add_argument("--layouts", default="one-local,local,slurm,one-local-scan-names,slurm-scan-names",
+                    help="comma-separated: one-local, local, slurm, slurm-untuned, slurm-day-per-task, "
+                         "one-local-scan-names, slurm-scan-names, slurm-finish-on-workers")
     args = ap.parse_args()
     from nodewatch.tasks.core.store import Store
     from nodewatch.tasks.cubes.repo import chunk_bytes
@@ -216,28 +242,55 @@ def main() -> None:
             prepare_models(base / "staged", args.nodes)
             print(f"cube of day 1 + RUAD trained on 50 nodes, replicated to {args.nodes}: {time.perf_counter() - t:.1f} s "
                   "(untimed)", flush=True)
-        walls, chunks = {}, {}
-        for where in ("one-local", "local", "slurm", "slurm-untuned", *(["slurm-day-per-task"] if args.day_per_task else [])):
-            if where.startswith("slurm") and not os.environ.get("SLURM_CONF") and not shutil.which("sbatch"):
-                print("slurm: no SLURM_CONF/sbatch (source the env of infra/local/cluster.sh): skipped")
-                continue
-            root = base / where
-            shutil.copytree(base / "staged", root)
-            shutil.copytree(base / "staged", base / f"{where}-warm")
-            walls[where] = build(root, base / f"{where}-warm", args.days, where,
-                                 args.jobs if where.startswith("slurm") else 1, args.score)
-            chunks[where] = chunk_bytes(Store(str(root)), "telemetry.zarr")
-            if args.score:
-                chunks[where].update({f"scores/{k}": v for k, v in chunk_bytes(Store(str(root)), "scores.zarr").items()})
-            print(f"{where:18s} {walls[where]:7.2f} s  (load {os.getloadavg()[0]:.2f})", flush=True)
+        runs: dict[str, list[tuple[float, float]]] = {}
+        chunks: dict[str, dict[str, bytes]] = {}
+        layouts = [w for w in args.layouts.split(",") if w]
+        if "one-local" not in layouts:
+            layouts.insert(0, "one-local")  # the baseline of every ratio and of the byte comparison
+        if args.day_per_task and "slurm-day-per-task" not in layouts:
+            layouts.append("slurm-day-per-task")
+        if not os.environ.get("SLURM_CONF") and not shutil.which("sbatch"):
+            print("slurm: no SLURM_CONF/sbatch (source the env of infra/local/cluster.sh): skipped")
+            layouts = [w for w in layouts if not w.startswith("slurm")]
+        for rep in range(args.repeat):
+            for where in layouts:
+                root, warm = base / where, base / f"{where}-warm"
+                shutil.copytree(base / "staged", root)
+                shutil.copytree(base / "staged", warm)
+                wall = build(root, warm, args.days, where, args.jobs if where.startswith("slurm") else 1, args.score)
+                runs.setdefault(where, []).append((wall, CUBES_S[0]))
+                if rep == 0:
+                    chunks[where] = chunk_bytes(Store(str(root)), "telemetry.zarr")
+                    if args.score:
+                        chunks[where].update({f"scores/{k}": v for k, v in chunk_bytes(Store(str(root)), "scores.zarr").items()})
+                shutil.rmtree(root)
+                shutil.rmtree(warm)
+                print(f"{where:18s} {wall:7.2f} s, cubes {CUBES_S[0]:.2f} s  (run {rep + 1}, load {os.getloadavg()[0]:.2f})",
+                      flush=True)
+        walls = {w: statistics.median(x[0] for x in r) for w, r in runs.items()}
+        cubes = {w: statistics.median(x[1] for x in r) for w, r in runs.items()}
+        for w in walls:
+            print(f"median {w:18s} {walls[w]:7.2f} s, cubes {cubes[w]:.2f} s ({len(runs[w])} runs)")
         same = all(chunks[w] == chunks["one-local"] for w in chunks)
         print(f"chunks identical across layouts: {same} ({len(chunks['one-local'])} chunks)")
         if "slurm" in walls:
-            print(f"slurm vs local 2x2 threads: {walls['local'] / walls['slurm']:.2f}x")
+            print(f"cube phase: ratio_cubes={cubes['one-local'] / cubes['slurm']:.2f}")
+            if "local" in walls:
+                print(f"slurm vs local 2x2 threads: {walls['local'] / walls['slurm']:.2f}x")
             if "slurm-untuned" in walls:
                 print(f"slurm, workers' malloc tuned vs untuned (before 28 Nov): {walls['slurm-untuned'] / walls['slurm']:.2f}x")
             if "slurm-day-per-task" in walls:
                 print(f"slurm, days grouped vs one day per task: {walls['slurm-day-per-task'] / walls['slurm']:.2f}x")
+            if "slurm-scan-names" in walls:
+                print(f"slurm, axes from the cube vs a pass over the names first: "
+                      f"{walls['slurm-scan-names'] / walls['slurm']:.2f}x (cube phase "
+                      f"{cubes['slurm-scan-names']:.2f} -> {cubes['slurm']:.2f} s)")
+                if "one-local-scan-names" in walls:
+                    print(f"ratio before (names scanned first, both layouts)="
+                          f"{walls['one-local-scan-names'] / walls['slurm-scan-names']:.2f}")
+            if "slurm-finish-on-workers" in walls:
+                print(f"finish_day on the workers vs on this host: {walls['slurm'] / walls['slurm-finish-on-workers']:.2f}x "
+                      f"(ratio with it: {walls['one-local'] / walls['slurm-finish-on-workers']:.2f})")
             print(f"ratio={walls['one-local'] / walls['slurm']:.2f}")
         if not same:
             raise SystemExit("chunks differ between layouts")
