@@ -129,3 +129,17 @@ def test_fail_page_alloc_knobs_set_for_the_applications_and_restored(tmp_path: P
     assert marks == {101: "1", 102: "1", 999: "0"}
     assert {k: (d / k).read_text().strip() for k in FAIL_PAGE_ALLOC_KNOBS} == {k: v.strip() for k, v in before.items()}
     assert all((proc / str(pid) / "make-it-fail").read_text() == "0" for pid in (101, 102))
+
+
+def test_run_says_pagefail_is_unavailable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``nodewatch finj run`` names the unavailable fault and its reason before starting, and at the end."""
+    empty = tmp_path / "nodebugfs"
+    empty.mkdir()
+    monkeypatch.setattr(availability, "DEBUGFS", empty)
+    (tmp_path / "w.csv").write_text(HEADER + "0; 1; 1; True; 0; pagefail l\n")
+    args = ["--store", str(tmp_path / "s"), "finj", "run", str(tmp_path / "w.csv"), "--out", str(tmp_path / "c"), "--no-sample"]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    assert "pagefail unavailable on this machine, its tasks will not run: no kernel page-allocation" in r.output
+    assert "0 tasks started" in r.output and "1 unavailable" in r.output
+    assert [e["event"] for e in _events(tmp_path / "c")] == ["unavailable"]
