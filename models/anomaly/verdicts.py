@@ -100,6 +100,11 @@ class VerdictConfig:
     seeds 1, 2, 41-47 (64 nodes) 22/27 nights vs 23/27 without it, false node alerts 21.0 vs 24.2 per 1,000 (both
     above the budget): the cap compresses the body of the day scores the censored Gumbel fit sees, so the
     thresholds fell (median 3.77 vs 4.26) (docs/verdicts.md)"""
+    dispersion_metrics: tuple[str, ...] = ("power_node",)
+    """metrics whose window **standard deviation** is judged too, as one more one-sided channel each
+    (``<name> (std)``, :attr:`DayInputs.one_sided`): a fluctuation that leaves the window mean unchanged (a
+    failing power supply's ripple) is invisible in the mean; the log of the window std is judged like any
+    metric against the node's own history (Eq. D1 of :func:`evidence`), only its rises count. Empty: off"""
     infer_running: bool = True
     """when the jobs table cannot list the jobs running at the end of the day (staged daily sacct dumps hold
     only ended jobs), infer them from telemetry (:mod:`nodewatch.models.anomaly.running_jobs`)"""
@@ -124,6 +129,9 @@ class DayInputs:
     first_inferred_job: int | None = None
     """job indices from this one on are inferred from telemetry (:mod:`~nodewatch.models.anomaly.running_jobs`),
     not known allocations: their nodes are no job peers for :func:`job_peer_z`"""
+    one_sided: np.ndarray | None = None
+    """(metric,) bool: channels where only a rise above the reference is evidence (window std channels of
+    :attr:`VerdictConfig.dispersion_metrics`: a calmer window is no anomaly); ``None``: none"""
 
 
 @dataclass
@@ -271,8 +279,18 @@ def _labels_index(labels: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def evidence(day: DayInputs, ref: Reference, cfg: VerdictConfig) -> Evidence:
-    """Temporal and vicinity evidence of one day (module docstring, steps 1-4)."""
+    """Temporal and vicinity evidence of one day (module docstring, steps 1-4).
+
+    One-sided channels (``day.one_sided``, Eq. D1): the deviation is ``max(x - loc, 0)`` before anything
+    else, so a window std below the node's usual one (fewer samples, a calm hour) is no evidence in any step,
+    and they are not judged in transition windows (a job start or stop inside a window is a step of the
+    mean, hence a large std of that window: the change is explained, as for the means' envelope).
+    """
     d, sc = conditioned_deviation(day.x, day.busy, ref, day.transition)
+    if day.one_sided is not None and np.any(day.one_sided):  # Eq. D1: only rises count, none in transitions
+        os_ = np.flatnonzero(np.asarray(day.one_sided, dtype=bool))
+        tr = np.asarray(day.transition, dtype=bool)[:, :, None]
+        d[..., os_] = np.where(tr, np.nan, np.maximum(d[..., os_], 0.0))
     z = d / sc
     if ref.levels is not None:  # Eq. E2: no larger than the empirical surprise of that deviation for the node
         z = np.sign(z) * np.minimum(np.abs(z), empirical_cap(d, day.busy, ref, day.transition))
