@@ -41,17 +41,25 @@ class Instance:
 
 
 def instances(campaign: Path) -> list[Instance]:
-    """Every started task with its start and end (epoch seconds) from ``events.csv``."""
+    """Every started task with its start and end (epoch seconds) from ``events.csv`` (a regular file; rows
+    without the fields are skipped)."""
+    import os
+
+    from nodewatch.tasks.core.files import open_regular
+
     started: dict[str, dict[str, str]] = {}
     out = []
-    with open(campaign / "events.csv", newline="") as fh:
-        for ev in csv.DictReader(fh):
-            if ev.get("event") == "start":
-                started[ev["seq"]] = ev
-            elif ev.get("event") in ("end", "stopped") and ev.get("seq") in started:
-                s = started.pop(ev["seq"])
-                fault, low = s["is_fault"] == "True", s["low"] == "True"
-                out.append(Instance(s["seq"], s["program"], fault, low, float(s["time"]), float(ev["time"])))
+    with os.fdopen(open_regular(campaign / "events.csv"), "rb") as fh:
+        for ev in csv.DictReader(line.decode("utf-8", "replace") for line in fh):
+            try:
+                if ev.get("event") == "start":
+                    started[ev["seq"]] = ev
+                elif ev.get("event") in ("end", "stopped") and ev.get("seq") in started:
+                    s = started.pop(ev["seq"])
+                    fault, low = s["is_fault"] == "True", s["low"] == "True"
+                    out.append(Instance(s["seq"], s["program"], fault, low, float(s["time"]), float(ev["time"])))
+            except (KeyError, TypeError, ValueError):
+                continue
     return out
 
 

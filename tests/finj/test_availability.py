@@ -143,3 +143,32 @@ def test_run_says_pagefail_is_unavailable(tmp_path: Path, monkeypatch: pytest.Mo
     assert "pagefail unavailable on this machine, its tasks will not run: no kernel page-allocation" in r.output
     assert "0 tasks started" in r.output and "1 unavailable" in r.output
     assert [e["event"] for e in _events(tmp_path / "c")] == ["unavailable"]
+
+
+def test_train_knows_which_faults_ran_as_stand_ins(tmp_path: Path) -> None:
+    """``finj train``'s table over the faults the machine produces drops the windows of stand-in instances:
+    ``summary.json`` ``stand_ins`` names them; a campaign older than the key ran pagefail as its stand-in."""
+    import numpy as np
+
+    from nodewatch.models.finj.features import FeatureLayout
+    from nodewatch.tasks.finj.dataset import Dataset, without_faults
+    from nodewatch.tasks.finj.train import stand_in_faults
+
+    c = tmp_path / "c"
+    c.mkdir()
+    rows = ["time,event,seq,is_fault,program,low,cores,pid,status,detail"]
+    for seq, prog, a, b in (("1", "pagefail", 1000, 1100), ("2", "leak", 1300, 1400), ("3", "pagefail", 1600, 1650)):
+        rows += [f"{a},start,{seq},True,{prog},False,0,1,,", f"{b},end,{seq},True,{prog},False,0,1,ok,"]
+    rows.append("oops")  # a malformed row is skipped
+    (c / "events.csv").write_text("\n".join(rows) + "\n")
+    assert stand_in_faults([c]) == (["pagefail"], [(1000.0, 1100.0), (1600.0, 1650.0)])
+    (c / "summary.json").write_text('{"stand_ins": []}')
+    assert stand_in_faults([c]) == ([], [])
+    ends = np.arange(1000, 1800, 10)
+    n = ends.size
+    lab = np.zeros(n, int)
+    ds = Dataset(np.zeros((n, 1, 2)), ["a", "b"], ends, lab, lab, lab.astype(bool), FeatureLayout((), (), frozenset()))
+    sub = without_faults(ds, [(1000.0, 1100.0), (1600.0, 1650.0)])
+    # a window [end - 59, end] overlaps [a, b] iff a <= end <= b + 59: ends 1000..1150 (16) and 1600..1700 (11) go
+    assert sub.ends.min() == 1160 and 1590 in sub.ends and not ((sub.ends >= 1600) & (sub.ends <= 1709)).any()
+    assert len(sub.ends) == n - 16 - 11
