@@ -4,12 +4,12 @@ The evaluation of ``nodewatch finj train`` (RF, *mode* labels, 5 time-ordered fo
 window; Netti et al. Sec. 7) taken apart: the confusion matrix; per fold the windows, the fault instances it
 holds and how many instances of the same kind the other four folds give the model to learn from; the errors
 by window position (inside a fault, at a fault's start or end = ambiguous, healthy, healthy just after a
-fault); the application running in healthy windows taken for a fault and the features that pulled them
-(largest deviation among the fold model's 50 most important features, z-scores against the training folds'
-healthy-labelled windows); and the same F-scores with every window overlapping an instance of chosen
-faults dropped (``--without pagefail,ioerr``); and a learning curve (each time-ordered fold tested by models
-trained on 1..4 of the other folds: how the score grows with the fault instances seen). Prints markdown;
-docs/finj.md quotes its output for campaign 2.
+fault) and per true class; the predictions per fault instance; the application running in healthy windows
+taken for a fault and the features that pulled them (largest deviation among the fold model's 50 most
+important features, z-scores against the training folds' healthy-labelled windows); a learning curve (each
+time-ordered fold tested by models trained on 1..4 of the other folds: how the score grows with the fault
+instances seen). ``--without pagefail,ioerr`` drops every window overlapping an instance of those faults
+first. Prints markdown; docs/finj.md quotes its output for campaign 2.
 """
 
 from __future__ import annotations
@@ -170,6 +170,16 @@ def analyse(ds: Dataset, insts: Sequence[Instance], seed: int = 0, k: int = 5, m
             f"| {CLASSES[c]} | {int((s_in & (pred != y)).sum())} / {int(s_in.sum())} | "
             f"{int((s_b & (pred != y)).sum())} / {int(s_b.sum())} | "
             + ", ".join(f"{n} {v}" for n, v in wrong.most_common(3))
+            + " |"
+        )
+    out += ["", "### Per fault instance (its windows with its mode label)", ""]
+    out += ["| fault | seq | intensity | s | windows | predicted |", "|---|---|---|---|---|---|"]
+    for f in sorted(faults, key=lambda f: (f.program, f.start)):
+        w = (ds.ends - (WINDOW - 1) <= f.end) & (ds.ends >= f.start) & (y == CLASSES.index(f.program))
+        got = Counter(CLASSES[d] for d in pred[w])
+        out.append(
+            f"| {f.program} | {f.seq} | {'low' if f.low else 'high'} | {f.end - f.start:.0f} | {int(w.sum())} | "
+            + ", ".join(f"{n} {v}" for n, v in got.most_common())
             + " |"
         )
     hf = (y == 0) & (pred != 0)
