@@ -63,17 +63,24 @@ def instances(campaign: Path) -> list[Instance]:
     return out
 
 
+def _rows(f: Instance) -> tuple[float, float]:
+    """First and last second (epoch) the fault labels, as ``dataset.per_second_state`` does (``ceil`` of its times)."""
+    return float(np.ceil(f.start)), float(np.ceil(f.end)) - 1
+
+
 def positions(ends: np.ndarray, faults: Sequence[Instance], window: int = WINDOW) -> np.ndarray:
     """Per window: ``inside`` (every second in one fault), ``boundary`` (a fault starts or ends inside it),
-    ``after`` (healthy, a fault ended in the ``window`` s before it), ``healthy`` (no fault within a window)."""
+    ``after`` (healthy, a fault's last second within ``window`` s before it), ``healthy`` (no fault near it)."""
     first = ends - (window - 1)
     pos = np.full(ends.size, "healthy", dtype=object)
     for f in faults:
-        after = (first > f.end) & (first - f.end <= window)
+        a, b = _rows(f)
+        after = (first > b) & (first - b <= window)
         pos[after & (pos == "healthy")] = "after"
     for f in faults:
-        overlap = (first <= f.end) & (ends >= f.start)
-        inside = (first >= f.start) & (ends <= f.end)
+        a, b = _rows(f)
+        overlap = (first <= b) & (ends >= a)
+        inside = (first >= a) & (ends <= b)
         pos[overlap & ~inside] = "boundary"
         pos[inside] = "inside"
     return pos
@@ -96,7 +103,8 @@ def fault_seconds(ends: np.ndarray, faults: Sequence[Instance], window: int = WI
     first = ends - (window - 1)
     cover = np.zeros(ends.size)
     for f in faults:
-        cover += np.clip(np.minimum(ends + 1, f.end) - np.maximum(first, f.start), 0, None)
+        a, b = _rows(f)
+        cover += np.clip(np.minimum(ends, b) - np.maximum(first, a) + 1, 0, None)
     return cover
 
 
