@@ -203,11 +203,13 @@ def main() -> None:
     print(f"1NN vs the thesis's operating point (tpr .8461 / fpr 2.92e-3): tpr {one['tpr_precursor']:.3f} on precursor "
           f"failures ({one['tpr']:.3f} on all), fpr {one['fpr']:.2e}")
     for name, fpr_goal, tpr_goal in (("unanimous@6NN", 1e-4, 0.6), ("lstm@6NN", 5e-5, 0.7)):
-        u = ours[name]
-        print(f"goal {name} fpr <= {fpr_goal:g} at tpr >= {tpr_goal}: fpr {u['fpr']:.2e} (max over rounds "
-              f"{u['fpr_max']:.2e}), tpr {u['tpr']:.3f} on all failures: "
-              f"{'met' if u['fpr'] <= fpr_goal and u['tpr'] >= tpr_goal else 'NOT met'}; on precursor failures "
-              f"{u['tpr_precursor']:.3f}: {'met' if u['fpr'] <= fpr_goal and u['tpr_precursor'] >= tpr_goal else 'NOT met'}")
+        u = ours.get(name)
+        if u is None:
+            continue
+        print(f"goal {name} fpr <= {fpr_goal:g} at tpr >= {tpr_goal} (read on failures with a precursor, the thesis's "
+              f"denominator): fpr {u['fpr']:.2e} (max over rounds {u['fpr_max']:.2e}), tpr {u['tpr_precursor']:.3f}: "
+              f"{'met' if u['fpr'] <= fpr_goal and u['tpr_precursor'] >= tpr_goal else 'NOT met'}; over all failures "
+              f"tpr {u['tpr']:.3f}: {'met' if u['fpr'] <= fpr_goal and u['tpr'] >= tpr_goal else 'NOT met'}")
     if not a.skip_baseline:
         print(f"ratio={base / batched:.2f}")
 

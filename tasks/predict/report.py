@@ -29,7 +29,8 @@ def usability(params: dict[str, Any], site_nodes: int, limit: float = 0.05) -> p
             {
                 "scheme": r["scheme"],
                 "source": r["source"],
-                "tpr": r.get("tpr"),
+                "tpr": None if r.get("tpr_all_failures_known") is False else r.get("tpr"),
+                "tpr_precursor": r.get("tpr_precursor"),
                 "fpr": fpr,
                 "uc_site": float(uc_from_rates(fpr, site_nodes, p_e)),
                 "largest_n": largest_usable_nodes(fpr, limit, p_e),
@@ -43,13 +44,17 @@ def usability(params: dict[str, Any], site_nodes: int, limit: float = 0.05) -> p
 def usability_markdown(df: pd.DataFrame, site_nodes: int, limit: float = 0.05) -> str:
     """Markdown of :func:`usability` (scheme names escaped: they come from a stored file)."""
     lines = [
-        f"| scheme | source | tpr | fpr | UC({site_nodes:,}) | largest n with UC < {limit:.0%} | as power of two | usable here |",
-        "|---|---|---|---|---|---|---|---|",
+        f"| scheme | source | tpr (all failures) | tpr (failures with a precursor) | fpr | UC({site_nodes:,}) | "
+        f"largest n with UC < {limit:.0%} | as power of two | usable here |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
+
+    def rate(v: Any) -> str:
+        return "NA" if v is None or not np.isfinite(float(v)) else f"{float(v):.4f}"
+
     for r in df.to_dict(orient="records"):
-        tpr = "NA" if r["tpr"] is None else f"{r['tpr']:.4f}"
         lines.append(
-            f"| {md(r['scheme'])} | {md(r['source'])} | {tpr} | {r['fpr']:.2e} | "
+            f"| {md(r['scheme'])} | {md(r['source'])} | {rate(r['tpr'])} | {rate(r.get('tpr_precursor'))} | {r['fpr']:.2e} | "
             f"{r['uc_site']:.4f} | {r['largest_n']:,} | {r['largest_pow2']:,} | {'yes' if r['usable_at_site'] else 'no'} |"
         )
     return "\n".join(lines) + "\n"
