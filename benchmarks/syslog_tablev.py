@@ -76,11 +76,14 @@ BOOT = r"^(Linux version |Startup finished in )"
 VARIANTS = ("raw", "anonymised", "filtered", "filtered+anonymised")
 
 
-def detect(bins: np.ndarray, groups: list[np.ndarray], cfg: SyslogSettings, bin_min: int) -> tuple[np.ndarray, np.ndarray]:
+def detect(bins: np.ndarray, groups: list[np.ndarray], cfg: SyslogSettings, bin_min: int,
+           booting: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Flags (nodes x moments) of the product's detector on one variant's bins: the windows of ``cfg`` (Eq. S2) with
-    the vicinity-wide rule (Eq. S3, ``cfg.wide_interval_min``; 0 = off); and the wide vicinity-moments."""
+    the vicinity-wide rule (Eq. S3, ``cfg.wide_interval_min``; 0 = off; booting nodes do not count towards it);
+    and the wide vicinity-moments."""
     wins = windows_of(cfg, bin_min)
-    wide = vicinity_wide(bins, groups, wins, cfg.wide_interval_min // bin_min, cfg.wide_min_nodes, cfg.wide_min_share)
+    wide = vicinity_wide(bins, groups, wins, cfg.wide_interval_min // bin_min, cfg.wide_min_nodes, cfg.wide_min_share,
+                         booting)
     return multi_window_detect(bins, groups, wins, cfg.density_factor, wide)[0], wide
 
 
@@ -266,7 +269,8 @@ def evaluate(a: argparse.Namespace, cfg: SyslogSettings, sim: SimConfig, sched: 
             f1_, f2_ = run(v, "rack_arch", c), run(v, "job", c)
             f = (f1_ | f2_) if "|" in vic else (f1_ & f2_)
         else:  # Eq. S2: the main window and the shorter ones, union; Eq. S3: vicinity-wide moments are no node alarm
-            f = detect(bins[v.replace("+", "_")], groups[vic], c, a.bin_min)[0]
+            f = detect(bins[v.replace("+", "_")], groups[vic], c, a.bin_min,
+                       boots["anonymised" if "anonymised" in v else "raw"])[0]
         return f & ~boots["anonymised" if "anonymised" in v else "raw"]
 
     def score(flags: np.ndarray, m: np.ndarray | None = None) -> dict:
@@ -326,7 +330,8 @@ def evaluate(a: argparse.Namespace, cfg: SyslogSettings, sim: SimConfig, sched: 
         c2 = SyslogSettings(**{**cfg.model_dump(), "extra_windows": ew, "wide_interval_min": wi, "step_min": a.bin_min})
         cells = []
         for v in ("filtered", "filtered+anonymised"):
-            fv, wide = detect(bins[v.replace("+", "_")], groups[a.vicinity], c2, a.bin_min)
+            fv, wide = detect(bins[v.replace("+", "_")], groups[a.vicinity], c2, a.bin_min,
+                              boots["anonymised" if "anonymised" in v else "raw"])
             fv &= ~boots["anonymised" if "anonymised" in v else "raw"]
             s, sa = score(fv, regular), score(fv)
             n_ev = sum(len(alarm_episodes_1d(w)) for w in wide)

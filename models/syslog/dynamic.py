@@ -111,24 +111,27 @@ def label_detect(sg: np.ndarray, labels: np.ndarray, factor: float, min_sg: floa
 
 
 def vicinity_wide(bins: np.ndarray, groups: list[np.ndarray], windows: list[tuple[int, float]], interval: int,
-                  min_nodes: int = 3, min_share: float = 0.25) -> np.ndarray:
+                  min_nodes: int = 3, min_share: float = 0.25, known: np.ndarray | None = None) -> np.ndarray:
     """Eq. S3: vicinity-moments in which the vicinity departs as a whole (module doc), shape ``(len(groups), moments)``.
 
     ``wide[g, t]`` when, for some window ``(k, min_sg)`` of ``windows``, the nodes of ``groups[g]`` whose sliding SG
     (Eq. S1, ``k`` bins) reached ``max(min_sg, 1)`` at one of the moments ``t - interval + 1 .. t`` number at least
     ``max(min_nodes, min_share * L)``, ``L`` = the vicinity's live nodes (SG > 0) at ``t`` in that window.
+    ``known`` (nodes x moments, like ``bins``): (node, moment) pairs whose burst is already explained (the node
+    boots: a known outage, e.g. a row's maintenance reboots); they count neither as departing nor as live.
     ``interval`` <= 0: never.
     """
     b = np.asarray(bins)
     wide = np.zeros((len(groups), b.shape[1]), bool)
     if interval <= 0:
         return wide
+    unknown = np.ones(b.shape, bool) if known is None else ~np.asarray(known, bool)
     for k, min_sg in windows:
         sg = sliding_sg(b, int(k))
-        recent = sliding_any(sg >= max(float(min_sg), 1.0), int(interval))
+        recent = sliding_any((sg >= max(float(min_sg), 1.0)) & unknown, int(interval))
         for j, g in enumerate(groups):
-            n_hi = recent[g].sum(axis=0)
-            n_live = (sg[g] > 0).sum(axis=0)
+            n_hi = (recent[g] & unknown[g]).sum(axis=0)
+            n_live = ((sg[g] > 0) & unknown[g]).sum(axis=0)
             wide[j] |= n_hi >= np.maximum(float(min_nodes), min_share * n_live)
     return wide
 

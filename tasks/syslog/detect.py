@@ -14,8 +14,8 @@ SG is the number of lines in the ``window_min`` (30) minutes before each observa
 ``step_min`` (5) minutes (the paper's sliding window; the first moments of a day see only that day's lines), and
 the shorter ``extra_windows`` (none by default) at the same moments: abnormal in any of them is abnormal (Eq. S2 of
 models/syslog/dynamic.py); a row's ``sg`` and ``score`` are those of the window that flagged it. A vicinity in which
-many nodes reach a window's floor within ``wide_interval_min`` (10) minutes departs as a whole (Eq. S3): that is one
-vicinity-wide event (``DayResult.vicinity_events``, ``ctx.shared["syslog"]["vicinity_events"]``), not node alarms.
+many nodes (not booting) reach a window's floor within ``wide_interval_min`` (10) minutes departs as a whole (Eq. S3):
+that is one vicinity-wide event (``DayResult.vicinity_events``, ``ctx.shared["syslog"]["vicinity_events"]``), not node alarms.
 Windows in which a node boots (its own kernel/systemd boot line) are never abnormal: that outage is known.
 """
 
@@ -143,13 +143,15 @@ def job_labels(store: Store, nodes: list[str], day: date, moments_ns: np.ndarray
     return out, list(ids)
 
 
-def detect(bins: np.ndarray, groups: list[np.ndarray], labels: list[str], cfg: SyslogSettings
+def detect(bins: np.ndarray, groups: list[np.ndarray], labels: list[str], cfg: SyslogSettings,
+           booting: np.ndarray | None = None
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[np.ndarray], np.ndarray]:
     """Abnormal flags, scores, vicinity index per node, index of the deciding window per (node, moment), the SG
     of every window and the vicinity-wide moments (groups x moments, Eq. S3), from the ``step_min`` bins
-    (``cfg.windows()``: the main window then the extra ones, Eq. S2)."""
+    (``cfg.windows()``: the main window then the extra ones, Eq. S2). ``booting`` (nodes x moments): windows in
+    which the node boots, a known outage: not counted towards a vicinity-wide event."""
     windows = cfg.windows()
-    wide = vicinity_wide(bins, groups, windows, cfg.wide_bins(), cfg.wide_min_nodes, cfg.wide_min_share)
+    wide = vicinity_wide(bins, groups, windows, cfg.wide_bins(), cfg.wide_min_nodes, cfg.wide_min_share, booting)
     flags, score, which = multi_window_detect(bins, groups, windows, cfg.density_factor, wide)
     sgs = [sliding_sg(bins, k) for k, _ in windows]
     vic = np.zeros(bins.shape[0], np.int64)
@@ -203,7 +205,7 @@ def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, expor
     booting = sliding_any(sg_matrix(pc.cast(b["time"], pa.int64()).to_numpy(), b_idx, len(nodes), d0, step_ns, n_win) > 0, k)
     static = cfg.vicinity.split("|")[0] if cfg.vicinity != "job" else "global"
     groups, labels = vicinities(store, nodes, static)
-    flags, score, vic, which, sgs, wide = detect(bins, groups, labels, cfg)
+    flags, score, vic, which, sgs, wide = detect(bins, groups, labels, cfg, booting)
     vic_label = np.array(labels, object)[np.broadcast_to(vic[:, None], bins.shape)]
     peer_sel: dict[tuple[int, int], np.ndarray] = {}
     if "job" in cfg.vicinity:

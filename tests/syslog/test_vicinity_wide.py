@@ -60,6 +60,16 @@ def test_count_share_interval_and_off():
     assert not vicinity_wide(ONSET, [np.arange(8)], SHORT, interval=0).any()
 
 
+def test_booting_nodes_are_a_known_outage_not_a_vicinity_event():
+    # nodes 4-6 boot (a row's maintenance reboots) at bins 2-3: their bursts are explained, they count neither as
+    # departing nor as live; node 7 alone at the floor (1 < 3): not wide, node 7 flagged at 2 and 3 as without Eq. S3
+    known = np.zeros(ONSET.shape, bool)
+    known[4:7, 2:] = True
+    wide = vicinity_wide(ONSET, [np.arange(8)], SHORT, interval=2, known=known)
+    assert not wide.any()
+    assert np.argwhere(multi_window_detect(ONSET, [np.arange(8)], SHORT, 3.0, wide)[0]).tolist() == [[7, 2], [7, 3]]
+
+
 def test_settings():
     assert SyslogSettings().wide_bins() == 2
     assert SyslogSettings(wide_interval_min=0).wide_bins() == 0
@@ -98,3 +108,24 @@ def test_product_reports_a_vicinity_event_instead_of_node_alarms(tmp_path):
                                    "end": "2026-03-02T03:15:00+00:00", "nodes": 4}]
     assert on.counts["vicinity_events"] == 1
     assert on.shared()["vicinity_events"] == on.vicinity_events
+
+
+def test_product_reboots_are_no_vicinity_event(tmp_path):
+    # as above, but the four bursts are boots (first line "Linux version ..."): a known outage, no event, no alarm
+    from syslog_cap_helpers import stage_syslog
+
+    from nodewatch.tasks.core.runs import new_run_id
+    from nodewatch.tasks.core.store import Store
+    from nodewatch.tasks.syslog.detect import analyse_day
+
+    t0 = datetime(2026, 3, 2, tzinfo=UTC)
+    rows = [(t0 + timedelta(hours=2, minutes=10 * j), f"n{i:02d}", "app", f"tick {i}") for i in range(1, 9)
+            for j in range(24)]
+    rows += [(t0 + timedelta(hours=3, minutes=k), f"n{i:02d}", "kernel",
+              "Linux version 6.1.0-13-amd64 (gcc 12.2.0) #1 SMP" if k == 0 else f"EDAC MC0: CE error {k}")
+             for i in range(1, 5) for k in range(9)]
+    st = Store(str(tmp_path / "store"))
+    stage_syslog(st, rows)
+    res = analyse_day(st, t0.date(), new_run_id("t", {}), SyslogSettings(filtered=False, extra_windows=[(10, 8.0)]))
+    assert res.abnormal.num_rows == 0
+    assert res.vicinity_events == []
