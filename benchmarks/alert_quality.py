@@ -458,8 +458,11 @@ def main() -> None:
     ap.add_argument("--cache", type=Path, default=None, help="keep/re-use the simulated arrays here")
     ap.add_argument("--empirical-cap", action="store_true",
                     help="verdicts with the empirical cap of the temporal z (issue 15 candidate, not the default)")
-    ap.add_argument("--no-dispersion", action="store_true",
-                    help="verdicts without the window-std channels (VerdictConfig.dispersion_metrics=(): the 316b8f2 path)")
+    ap.add_argument("--dispersion", nargs="*", default=[], metavar="METRIC",
+                    help="verdicts with the window std of these metrics as one-sided channels (issue 15 variant, "
+                         "e.g. power_node; not the default)")
+    ap.add_argument("--no-union-floor", action="store_true",
+                    help="node thresholds without the union-bound floor of the budget (Eq. B1; the 316b8f2 path)")
     ap.add_argument("--per-day-fit", action="store_true",
                     help="node thresholds from one tail fit per held-back day (median); default: one pooled fit")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON lines here")
@@ -469,7 +472,7 @@ def main() -> None:
     from nodewatch.models.anomaly.verdicts import VerdictConfig
 
     vcfg = VerdictConfig(per_day_fit=a.per_day_fit, empirical_cap=a.empirical_cap,
-                         **({"dispersion_metrics": ()} if a.no_dispersion else {}))
+                         dispersion_metrics=tuple(a.dispersion), union_floor=not a.no_union_floor)
     for size in a.sizes:
         for seed in a.seeds:
             rows += run_cluster(seed, size, a.history, a.nights, a.epochs, not a.no_ruad, a.clean, a.cache, a.running_jobs, vcfg)

@@ -59,3 +59,27 @@ def test_per_node_location_shift_and_contaminated_nodes() -> None:
     assert thr[2] == pytest.approx(others, abs=0.3)
     # no usable scores at all: the floor
     assert budget_thresholds(np.full((3, 7), np.nan), 10.0, floor=6.0).tolist() == [6.0, 6.0, 6.0]
+
+
+def test_union_bound_floor_by_hand_and_a_point_mass_of_day_scores() -> None:
+    from nodewatch.models.anomaly.verdicts import Evidence, VerdictConfig, calibrate, union_bound_floor
+
+    # Eq. B1: 57 metrics x 96 windows, budget 10 per 1,000: Phi^-1(1 - 0.01 / 10,944) = Phi^-1(1 - 9.1374e-7) = 4.7716
+    assert union_bound_floor(10.0, 57 * 96) == pytest.approx(4.7716, abs=1e-4)
+    assert union_bound_floor(10.0, 1) == pytest.approx(2.5758, abs=1e-4)  # one test: the two-sided 1% level
+    with pytest.raises(ValueError):
+        union_bound_floor(10.0, 0)
+    # clean held-back days: every node-day scores the same usual step (3.07), a few just below it: the censored
+    # Gumbel fit collapses onto the point mass and the threshold sits at it (every node would alert on a normal
+    # night); the floor keeps it at the budget's union-bound level of 6 metrics x 96 windows
+    rng = np.random.default_rng(0)
+    held = []
+    for _ in range(7):
+        s = np.full((64, 96), 3.07)
+        s[rng.integers(0, 64, 3), rng.integers(0, 96, 3)] = 2.9
+        s[:, ::2] = 1.0  # the usual step is in every other window: the day score (2 of 3) is exactly 3.07
+        held.append(Evidence(np.zeros((64, 96, 6)), np.zeros((64, 96, 6), np.float32), s, np.zeros_like(s)))
+    off = calibrate(held, VerdictConfig(union_floor=False)).node
+    on = calibrate(held, VerdictConfig()).node
+    assert np.median(off) < 3.2
+    assert on.min() == pytest.approx(union_bound_floor(10.0, 6 * 96), abs=1e-9)  # 4.3822

@@ -51,7 +51,10 @@ def cluster() -> dict:
     return c
 
 
-def _judge(c: dict, with_std: bool, cfg: VerdictConfig | None = None) -> dict:
+ON = VerdictConfig(dispersion_metrics=("power_node",))
+
+
+def _judge(c: dict, with_std: bool, cfg: VerdictConfig = ON) -> dict:
     h = c["mean"].shape[1] - 96
     jobs = pd.DataFrame({"job_id": [], "start_time": [], "end_time": [], "node_list": []})
     kw = {"hist_std": c["std"][:, :h], "night_std": c["std"][:, h:]} if with_std else {}
@@ -60,7 +63,7 @@ def _judge(c: dict, with_std: bool, cfg: VerdictConfig | None = None) -> dict:
 
 
 def test_ripple_with_unchanged_mean_is_a_node_alert(cluster: dict) -> None:
-    assert dispersion_index(METRICS) == [1]
+    assert dispersion_index(METRICS, ON) == [1] and dispersion_index(METRICS) == []  # off by default
     res = _judge(cluster, with_std=True)
     rows = [r for r in res["rows"] if r["kind"] == "node"]
     assert [r["subject"] for r in rows] == ["cn0003"]
@@ -68,7 +71,7 @@ def test_ripple_with_unchanged_mean_is_a_node_alert(cluster: dict) -> None:
     assert res["metrics"][-1] == "power_node (std)"
     # the same night without the std arrays, or with the channel switched off: the means show nothing
     assert not [r for r in _judge(cluster, with_std=False)["rows"] if r["kind"] == "node"]
-    off = _judge(cluster, with_std=True, cfg=VerdictConfig(dispersion_metrics=()))
+    off = _judge(cluster, with_std=True, cfg=VerdictConfig())
     assert not [r for r in off["rows"] if r["kind"] == "node"] and off["metrics"] == METRICS
 
 
@@ -78,4 +81,4 @@ def test_std_arrays_must_match_the_means(cluster: dict) -> None:
         judge_day(cluster["mean"][:, :h], cluster["times"][:h], cluster["mean"][:, h:], cluster["times"][h:],
                   cluster["nodes"], METRICS, cluster["racks"], cluster["archs"],
                   pd.DataFrame({"job_id": [], "start_time": [], "end_time": [], "node_list": []}), STEP,
-                  held_back_days=5, hist_std=cluster["std"][:, :h, [0, 0]], night_std=cluster["std"][:, h:])
+                  ON, held_back_days=5, hist_std=cluster["std"][:, :h, [0, 0]], night_std=cluster["std"][:, h:])
