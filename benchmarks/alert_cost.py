@@ -3,8 +3,7 @@
 Arrays: the demo configuration's 64-node cluster of ``benchmarks/alert_quality.py`` (simulated and aggregated
 once, ``--cache`` re-uses it), tiled ``--copies`` times (default 16 = 1,024 nodes, 64 racks of 16, each copy
 with 1% multiplicative noise and its own node names, racks and jobs), 21 history days + the judged night.
-Timed: :func:`nodewatch.tasks.anomaly.verdicts.judge_day` as the nightly step runs it (window means and the window
-std of ``VerdictConfig.dispersion_metrics``; job grid, own-history
+Timed: :func:`nodewatch.tasks.anomaly.verdicts.judge_day` as the nightly step runs it (job grid, own-history
 reference, 7 held-back days of evidence and the budget calibration, the night's evidence with the job, rack and
 architecture vicinities, inferred running jobs, verdicts), in this process (numpy's threads on the 2 cores).
 Baseline measured in the same run: the plain per-node robust z of ``../shared/DESIGN.md``
@@ -55,16 +54,8 @@ def tiled(data: dict[str, object], copies: int, history: int, seed: int = 0) -> 
         night[c * n0:(c + 1) * n0] = night0 * (1 + 0.01 * rng.standard_normal(night0.shape))
         frames.append(jobs.assign(job_id=[f"{c}-{j}" for j in jobs["job_id"]],
                                   node_list=[[ren[x] for x in nl if x in ren] for nl in jobs["node_list"]]))
-    from nodewatch.tasks.anomaly.verdicts import dispersion_index
-    from nodewatch.tasks.simulate.metrics import METRIC_NAMES
-
-    di = dispersion_index(list(METRIC_NAMES))  # window std of VerdictConfig.dispersion_metrics, tiled the same way
-    hs0 = np.concatenate([a["std"][..., di] for a in agg[:history]], axis=1)
-    ns0 = agg[history]["std"][..., di]
     return {"hist": hist, "night": night, "nodes": nodes, "racks": np.array(racks, dtype=object),
-            "archs": np.array(archs, dtype=object), "jobs": pd.concat(frames, ignore_index=True),
-            "hist_std": np.concatenate([hs0] * copies).astype(np.float32),
-            "night_std": np.concatenate([ns0] * copies).astype(np.float32)}
+            "archs": np.array(archs, dtype=object), "jobs": pd.concat(frames, ignore_index=True)}
 
 
 def build_store(root: Path, t: dict[str, object], days: list[object], history: int) -> None:
@@ -162,8 +153,7 @@ def main() -> None:
     load = os.getloadavg()
     t0 = time.perf_counter()
     c0 = time.process_time()
-    res = judge_day(t["hist"], ht, t["night"], nt, t["nodes"], list(METRIC_NAMES), t["racks"], t["archs"], known, WINDOW,
-                    hist_std=t["hist_std"], night_std=t["night_std"])
+    res = judge_day(t["hist"], ht, t["night"], nt, t["nodes"], list(METRIC_NAMES), t["racks"], t["archs"], known, WINDOW)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     t0 = time.perf_counter()
     base = own_history_baseline(t["hist"], t["night"])

@@ -292,7 +292,7 @@ def run_cluster(seed: int, size: int, history: int, nights: int, epochs: int, wi
     ``vcfg``: the verdicts' :class:`~nodewatch.models.anomaly.verdicts.VerdictConfig` (default: its defaults)."""
     from nodewatch.models.anomaly.verdicts import VerdictConfig, day_group_scores
     from nodewatch.models.anomaly.vicinity import own_history_baseline
-    from nodewatch.tasks.anomaly.verdicts import dispersion_index, judge_day
+    from nodewatch.tasks.anomaly.verdicts import judge_day
     from nodewatch.tasks.simulate.metrics import METRIC_NAMES
 
     rows: list[dict[str, object]] = []
@@ -324,9 +324,7 @@ def run_cluster(seed: int, size: int, history: int, nights: int, epochs: int, wi
             # what the nightly run has staged: the sacct files up to the night (jobs that ended by midnight);
             # --running-jobs adds the jobs still running at midnight (a sacct --state=RUNNING dump, not staged today)
             known = jobs if running_jobs else jobs[pd.to_datetime(jobs["end_time"], utc=True) < days[nd + 1]]
-            di = dispersion_index(metrics, vcfg)  # type: ignore[arg-type]
-            res = judge_day(hist["mean"], ht, night["mean"], nt, nodes, metrics, racks, archs, known, WINDOW, vcfg,
-                            hist_std=hist["std"][..., di], night_std=night["std"][..., di])
+            res = judge_day(hist["mean"], ht, night["mean"], nt, nodes, metrics, racks, archs, known, WINDOW, vcfg)
             t_v = time.perf_counter() - t0
             vnodes = {n for r in res["rows"] for n in r["members"]}
             methods = {"verdicts": (res["window_flags"], vnodes, t_v)}
@@ -458,9 +456,6 @@ def main() -> None:
     ap.add_argument("--cache", type=Path, default=None, help="keep/re-use the simulated arrays here")
     ap.add_argument("--empirical-cap", action="store_true",
                     help="verdicts with the empirical cap of the temporal z (issue 15 candidate, not the default)")
-    ap.add_argument("--dispersion", nargs="*", default=[], metavar="METRIC",
-                    help="verdicts with the window std of these metrics as one-sided channels (issue 15 variant, "
-                         "e.g. power_node; not the default)")
     ap.add_argument("--no-union-floor", action="store_true",
                     help="node thresholds without the union-bound floor of the budget (Eq. B1; the 316b8f2 path)")
     ap.add_argument("--per-day-fit", action="store_true",
@@ -472,7 +467,7 @@ def main() -> None:
     from nodewatch.models.anomaly.verdicts import VerdictConfig
 
     vcfg = VerdictConfig(per_day_fit=a.per_day_fit, empirical_cap=a.empirical_cap,
-                         dispersion_metrics=tuple(a.dispersion), union_floor=not a.no_union_floor)
+                         union_floor=not a.no_union_floor)
     for size in a.sizes:
         for seed in a.seeds:
             rows += run_cluster(seed, size, a.history, a.nights, a.epochs, not a.no_ruad, a.clean, a.cache, a.running_jobs, vcfg)

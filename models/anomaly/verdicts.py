@@ -21,7 +21,9 @@ Persistence: a window counts when at least ``k`` of the last ``n`` windows score
 (:func:`persistent_score`). Thresholds: per node, from held-back normal days scored the same way
 (:func:`budget_thresholds`): the pooled day scores' tail is a Gumbel law fitted with censoring above its
 median (anomalous days in the "normal" history only count as "high"), the threshold is its return level for
-the alert budget (expected false node alerts per 1,000 node-days), shifted per node by the node's own level.
+the alert budget (expected false node alerts per 1,000 node-days), shifted per node by the node's own level,
+and never below the budget's union-bound level (:func:`union_bound_floor`, Eq. B1: on clean held-back days the
+day scores are one point mass and the fit collapses onto it).
 (``VerdictConfig.per_day_fit``, one fit per held-back day, was tried for seed 3 night 1 and failed on held-out
 seeds.)
 """
@@ -100,15 +102,6 @@ class VerdictConfig:
     seeds 1, 2, 41-47 (64 nodes) 22/27 nights vs 23/27 without it, false node alerts 21.0 vs 24.2 per 1,000 (both
     above the budget): the cap compresses the body of the day scores the censored Gumbel fit sees, so the
     thresholds fell (median 3.77 vs 4.26) (docs/verdicts.md)"""
-    dispersion_metrics: tuple[str, ...] = ()
-    """metrics whose window **standard deviation** is judged too, as one more one-sided channel each
-    (``<name> (std)``, :attr:`DayInputs.one_sided`): a fluctuation that leaves the window mean unchanged (a
-    failing power supply's ripple) is invisible in the mean; the log of the window std is judged like any
-    metric against the node's own history (Eq. D1 of :func:`evidence`), only its rises count. Empty (default):
-    off. ``("power_node",)`` was chosen on dev seeds 3, 11, 12 (identical verdicts there, psu ripple z 4-6 in
-    the last windows of long precursors vs <= 2.9 on normal windows) and evaluated once on held-out seeds 1, 2,
-    41-47 (64 nodes): every verdict identical to the default (23/27 nights, 30 false node alerts / 1,238,
-    psu_fluctuation 4/6): not better, so not the default (docs/verdicts.md)"""
     union_floor: bool = True
     """node thresholds at least the union-bound level of the alert budget (Eq. B1 of :func:`union_bound_floor`):
     when the held-back day scores are one point mass (clean days: every node-day scores the usual step of a
@@ -137,9 +130,6 @@ class DayInputs:
     first_inferred_job: int | None = None
     """job indices from this one on are inferred from telemetry (:mod:`~nodewatch.models.anomaly.running_jobs`),
     not known allocations: their nodes are no job peers for :func:`job_peer_z`"""
-    one_sided: np.ndarray | None = None
-    """(metric,) bool: channels where only a rise above the reference is evidence (window std channels of
-    :attr:`VerdictConfig.dispersion_metrics`: a calmer window is no anomaly); ``None``: none"""
 
 
 @dataclass
@@ -305,18 +295,8 @@ def _labels_index(labels: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def evidence(day: DayInputs, ref: Reference, cfg: VerdictConfig) -> Evidence:
-    """Temporal and vicinity evidence of one day (module docstring, steps 1-4).
-
-    One-sided channels (``day.one_sided``, Eq. D1): the deviation is ``max(x - loc, 0)`` before anything
-    else, so a window std below the node's usual one (fewer samples, a calm hour) is no evidence in any step,
-    and they are not judged in transition windows (a job start or stop inside a window is a step of the
-    mean, hence a large std of that window: the change is explained, as for the means' envelope).
-    """
+    """Temporal and vicinity evidence of one day (module docstring, steps 1-4)."""
     d, sc = conditioned_deviation(day.x, day.busy, ref, day.transition)
-    if day.one_sided is not None and np.any(day.one_sided):  # Eq. D1: only rises count, none in transitions
-        os_ = np.flatnonzero(np.asarray(day.one_sided, dtype=bool))
-        tr = np.asarray(day.transition, dtype=bool)[:, :, None]
-        d[..., os_] = np.where(tr, np.nan, np.maximum(d[..., os_], 0.0))
     z = d / sc
     if ref.levels is not None:  # Eq. E2: no larger than the empirical surprise of that deviation for the node
         z = np.sign(z) * np.minimum(np.abs(z), empirical_cap(d, day.busy, ref, day.transition))
