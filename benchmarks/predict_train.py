@@ -131,6 +131,8 @@ def main() -> None:
     ap.add_argument("--skip-baseline", action="store_true")
     ap.add_argument("--no-stratify", action="store_true",
                     help="epoch negatives uniform (before issue 18's stratified hard negatives)")
+    ap.add_argument("--voter-no-hard", action="store_true",
+                    help="the LSTM voter never sees a hard negative (before issue 18's fifth pass)")
     a = ap.parse_args()
 
     from nodewatch.models.predict.ensemble import LeadTimeEnsemble
@@ -184,7 +186,9 @@ def main() -> None:
     p_e, _ = event_probability(int(np.mean([len(d[0].y) for d in data.values()])), a.nodes * a.days * 86400 // 15)
     rounds = [(s, seeds[(i + 1) % len(seeds)]) for i, s in enumerate(seeds)] if len(seeds) > 1 else [(seeds[0], seeds[0])]
     t = time.perf_counter()
-    cv = held_out_rounds(data, rounds, epochs=a.epochs, stratify=not a.no_stratify)
+    cv = held_out_rounds(data, rounds, epochs=a.epochs, stratify=not a.no_stratify, voter_hard=not a.voter_no_hard)
+    print("LSTM voter: " + ("random node-days only" if a.voter_no_hard else "random node-days + cross-fitted outputs on "
+                            "the hard node-days (stratified loss); threshold on random validation node-days"))
     print(f"epoch negatives: {'uniform' if a.no_stratify else 'stratified (anomaly kind x node load, half of each epoch)'}")
     print(f"Monte-Carlo rounds (train seed -> test seed {rounds}): {time.perf_counter() - t:.1f} s; P(E) = {p_e:.3g}; "
           f"load {os.getloadavg()[0]:.1f}")

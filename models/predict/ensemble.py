@@ -303,6 +303,33 @@ def threshold_at_fpr(scores_neg: np.ndarray, target_fpr: float) -> float:
     return float(np.nextafter(neg[allowed], np.inf))
 
 
+def stratified_weights(y: np.ndarray, strata: np.ndarray, neg_per_pos: float = 10.0, share: float = 0.5) -> np.ndarray:
+    """Per-sample loss weights equal in expectation to the networks' stratified 10:1 epoch sample (:func:`epoch_negatives`).
+
+    The negatives carry ``neg_per_pos`` times the positives' total weight; ``share`` of the negatives' weight is
+    split equally over the strata present (``strata >= 0``, e.g. anomaly kind x node load), each spread evenly over
+    its samples, the rest evenly over the other negatives (``-1``); each positive weighs 1. The weights sum to
+    ``n_pos * (1 + neg_per_pos)``. A full-batch loss with these weights is the expectation of the sampled epoch loss.
+    """
+    y = np.asarray(y, np.int64)
+    st = np.asarray(strata, np.int64)
+    if len(st) != len(y):
+        raise ValueError(f"strata must have one entry per sample, got {len(st)} for {len(y)}")
+    neg = y == 0
+    n_pos = float((y == 1).sum())
+    total_neg = neg_per_pos * n_pos
+    w = np.where(neg, 0.0, 1.0)
+    present = np.unique(st[neg & (st >= 0)])
+    rest = neg & (st < 0)
+    strata_mass = share * total_neg if len(present) and rest.any() else (total_neg if len(present) else 0.0)
+    for s in present:
+        m = neg & (st == s)
+        w[m] = strata_mass / len(present) / m.sum()
+    if rest.any():
+        w[rest] = (total_neg - strata_mass) / rest.sum()
+    return w
+
+
 def fit_lstm_voter(
     logodds: np.ndarray,
     y: np.ndarray,
@@ -311,27 +338,47 @@ def fit_lstm_voter(
     lr: float = 0.02,
     seed: int = 0,
     groups: np.ndarray | None = None,
+    strata: np.ndarray | None = None,
+    natural: np.ndarray | None = None,
 ) -> VoterFit:
     """Train the LSTM voter on the networks' log-odds (N, L) in sequence order; 60 % fit, 40 % pick the threshold.
 
     The split is by ``groups`` (failure event / ok node-day) when given, so the threshold is chosen on node-days
     the voter never saw, as it will be applied. The threshold is the lowest with validation ``fpr <= target_fpr``
-    (sec. 4.3.1 reads it off the ROC); it is never chosen on test data.
+    (sec. 4.3.1 reads it off the ROC); it is never chosen on test data. ``natural`` (per sample, default all True):
+    False marks a hard negative (a node-day drawn *because* it holds an anomaly): it is always in the 60 % the voter
+    learns from and never counted in the validation fpr (over-represented, so a rate on it is not the machine's).
+
+    Without ``strata`` the loss weighs a positive ``n_neg / n_pos / 10`` (the 10:1 ratio of sec. 4.2.2). With
+    ``strata`` (per sample, -1 outside a hard stratum) the loss uses :func:`stratified_weights`, the full-batch
+    equivalent of the networks' stratified epoch sample.
     """
     z = voter_inputs(logodds)
     y = np.asarray(y, np.int64)
     if z.ndim != 2 or len(z) != len(y) or y.sum() < 2:
         raise ValueError("need network outputs (N, L) and labels with at least two failures")
     rng = np.random.default_rng(seed)
-    tr, va = _group_split(len(y), groups, rng, 0.6)
-    if y[tr].sum() == 0 or y[va].sum() == 0 or (y[va] == 0).sum() == 0:
-        tr, va = _group_split(len(y), None, rng, 0.6)
+    nat = np.ones(len(y), bool) if natural is None else np.asarray(natural, bool)
+    idx = np.flatnonzero(nat)
+    tr, va = _group_split(len(idx), None if groups is None else np.asarray(groups)[idx], rng, 0.6)
+    if y[idx[tr]].sum() == 0 or y[idx[va]].sum() == 0 or (y[idx[va]] == 0).sum() == 0:
+        tr, va = _group_split(len(idx), None, rng, 0.6)
+    tr, va = (idx[tr] if nat.all() else np.sort(np.r_[idx[tr], np.flatnonzero(~nat)])), idx[va]
     model = LSTMVoter(seed=seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     xt, yt = torch.from_numpy(z[tr]), torch.from_numpy(y[tr])
-    w = torch.tensor([1.0, max(1.0, float((yt == 0).sum()) / max(float(yt.sum()), 1.0) / 10.0)])
+    if strata is None or not (np.asarray(strata)[tr] >= 0).any():  # no hard stratum: the plain 10:1 class weight
+        w = torch.tensor([1.0, max(1.0, float((yt == 0).sum()) / max(float(yt.sum()), 1.0) / 10.0)])
+
+        def loss_fn() -> torch.Tensor:
+            return nn.functional.cross_entropy(model(xt), yt, weight=w)
+    else:
+        sw = torch.from_numpy(stratified_weights(y[tr], np.asarray(strata)[tr]).astype(np.float32))
+
+        def loss_fn() -> torch.Tensor:
+            return (nn.functional.cross_entropy(model(xt), yt, reduction="none") * sw).sum() / sw.sum()
     for _ in range(epochs):
-        loss = nn.functional.cross_entropy(model(xt), yt, weight=w)
+        loss = loss_fn()
         opt.zero_grad()
         loss.backward()
         opt.step()

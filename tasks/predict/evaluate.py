@@ -72,6 +72,7 @@ def fit_ensemble_and_voter(
     voter_target_fpr: float = 5e-5,
     train_positives: str = "precursor",
     stratify: bool = True,
+    voter_hard: bool = True,
 ) -> tuple[LeadTimeEnsemble, Any]:
     """Networks on ``1 - voter_share`` of the groups (plus every ``hard`` negative), the LSTM voter on the rest.
 
@@ -82,8 +83,13 @@ def fit_ensemble_and_voter(
     The voter's groups are split again 60/40 by group: it learns on 60 % and its threshold is the lowest with
     ``fpr <= voter_target_fpr`` on the other 40 % (:func:`~nodewatch.models.predict.ensemble.fit_lstm_voter`).
     Hard negatives (node-days drawn because they hold a non-failing anomaly, :func:`~nodewatch.tasks.predict.
-    dataset.anomaly_node_days`) only ever train the networks: they are over-represented, so a rate measured on them
-    is not the machine's. Returns ``(ensemble, voter)``; the voter is ``None`` with fewer than 2 failures for it.
+    dataset.anomaly_node_days`) all train the networks and are never in a validation or test rate (over-represented:
+    a rate on them is not the machine's). ``voter_hard`` (default): the voter also learns from them, on *held-out*
+    outputs: two more ensembles, each trained like the first but with half of the hard node-days, score the other
+    half (cross-fitting), and the voter's loss weighs them like the networks' stratified epoch sample
+    (:func:`~nodewatch.models.predict.ensemble.stratified_weights`); its threshold is still set on the random
+    validation node-days only. ``voter_hard=False``: the voter never sees a hard negative (before issue 18's fifth
+    pass). Returns ``(ensemble, voter)``; the voter is ``None`` with fewer than 2 failures for it.
     """
     y = np.concatenate([pos.y, neg.y])
     g = np.concatenate([pos.group, neg.group])
@@ -104,8 +110,24 @@ def fit_ensemble_and_voter(
     ens = LeadTimeEnsemble(epochs=epochs, seed=seed).fit(rows(tr, hx), yt, strata=strata)
     if y[vo].sum() < 2:  # too few failures left for the voter (a small store): score with the unanimous vote
         return ens, None
-    voter = fit_lstm_voter(ens.predict_logodds(rows(vo, [])), y[vo], target_fpr=voter_target_fpr,
-                           epochs=min(epochs, 300), seed=seed, groups=g[vo])
+    lo = ens.predict_logodds(rows(vo, []))
+    if not (voter_hard and hx and stratify and len(np.unique(hard.group)) >= 2):
+        return ens, fit_lstm_voter(lo, y[vo], target_fpr=voter_target_fpr, epochs=min(epochs, 300), seed=seed,
+                                   groups=g[vo])
+    # cross-fitted outputs on the hard node-days: an ensemble without half A scores half A, and the other way round
+    halves = _split_groups(np.asarray(hard.group), np.random.default_rng(seed + 7919), (0.5, 0.5))[:2]
+    hst = hard_strata(hard)
+    lo_hard = np.zeros((len(hard.y), lo.shape[1]), np.float32)
+    for held, kept in (halves, halves[::-1]):
+        e = LeadTimeEnsemble(epochs=epochs, seed=seed).fit(
+            rows(tr, [hard.x[kept]]), np.concatenate([y[tr], np.zeros(int(kept.sum()), np.int64)]),
+            strata=np.concatenate([st[tr], hst[kept]]))
+        lo_hard[held] = e.predict_logodds(hard.x[held])
+    voter = fit_lstm_voter(
+        np.concatenate([lo, lo_hard]), np.concatenate([y[vo], np.zeros(len(hard.y), np.int64)]),
+        target_fpr=voter_target_fpr, epochs=min(epochs, 300), seed=seed,
+        groups=np.concatenate([g[vo], np.asarray(hard.group)]), strata=np.concatenate([st[vo], hst]),
+        natural=np.r_[np.ones(int(vo.sum()), bool), np.zeros(len(hard.y), bool)])
     return ens, voter
 
 
@@ -205,6 +227,7 @@ def held_out_rounds(
     epochs: int = 300,
     voter_target_fpr: float = 5e-5,
     stratify: bool = True,
+    voter_hard: bool = True,
 ) -> pd.DataFrame:
     """Monte-Carlo rounds at the seed level: round ``k`` trains on simulator seed ``a`` and tests on seed ``b``.
 
@@ -218,7 +241,8 @@ def held_out_rounds(
     for k, (a, b) in enumerate(rounds):
         pos, neg, hard = data[a]
         ens, voter = fit_ensemble_and_voter(pos, neg, hard=hard, epochs=epochs, seed=k,
-                                            voter_target_fpr=voter_target_fpr, stratify=stratify)
+                                            voter_target_fpr=voter_target_fpr, stratify=stratify,
+                                            voter_hard=voter_hard)
         tp, tn, _ = data[b]
         for r in held_out_rows(ens, voter, tp, tn):
             out.append({"round": k, "train_seed": a, "test_seed": b, **r})

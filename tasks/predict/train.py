@@ -117,6 +117,9 @@ def _train(
         "epochs": epochs,
         "train_positives": "precursor",
         "epoch_negatives": {"stratified": "anomaly kind x node load", "strata_share": ens.strata_share},
+        "voter_training": ("random node-days held out from the networks + cross-fitted outputs on the hard node-days "
+                           "(stratified loss); threshold on random validation node-days" if hard is not None and
+                           len(hard.y) else "random node-days held out from the networks"),
         "p_e": p_e,
         "data": {"source": "simulator", "n_nodes": cfg.n_nodes, "n_days": n_days, "seed": cfg.seed,
                  "precursor_share": cfg.precursor_share, "precursor_median_s": cfg.precursor_median_s,

@@ -1,12 +1,27 @@
-"""Stratified hard negatives in the networks' epoch sample (issue 18: busy degraded node-days)."""
+"""Stratified hard negatives in the networks' epoch sample and the LSTM voter's loss (issue 18)."""
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Iterator
 
-from nodewatch.models.predict.ensemble import epoch_negatives, stratum_pools
+import numpy as np
+import pytest
+import torch
+
+from nodewatch.models.predict.ensemble import epoch_negatives, fit_lstm_voter, stratified_weights, stratum_pools
 from nodewatch.models.predict.features import FEATURES
 from nodewatch.tasks.predict.dataset import ANOMALY_KINDS, PREDICTOR_METRICS, Sequences, busy, hard_strata
+from nodewatch.tasks.predict.evaluate import fit_ensemble_and_voter
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread() -> Iterator[None]:
+    """The voter and networks here are tiny: a second intra-op thread only adds contention (40x slower on a loaded
+    2-core machine); restored after the module."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
 
 
 def test_without_strata_the_epoch_sample_is_the_old_uniform_draw() -> None:
@@ -44,3 +59,48 @@ def test_hard_strata_kind_times_load() -> None:
     assert list(hard_strata(seq)) == [2 * (nd - 1), 2 * (nd - 1) + 1, -1, 0]
     seq.anomaly = None
     assert list(hard_strata(seq)) == [-1] * 4
+
+
+def test_stratified_weights_by_hand() -> None:
+    """2 positives -> negatives weigh 20 in all: 10 over the 4 'rest' negatives, 5 each over strata 0 (2) and 3 (1)."""
+    y = np.array([1, 1, 0, 0, 0, 0, 0, 0, 0])
+    st = np.array([-1, -1, -1, -1, -1, -1, 0, 0, 3])
+    w = stratified_weights(y, st)
+    assert np.allclose(w, [1, 1, 2.5, 2.5, 2.5, 2.5, 2.5, 2.5, 5.0])
+    assert np.isclose(w.sum(), 2 * 11)
+    w = stratified_weights(y, np.full(9, -1))  # no stratum: the plain 10:1 class weight
+    assert np.allclose(w[2:], 20 / 7) and np.allclose(w[:2], 1)
+    w = stratified_weights(y[[0, 1, 6, 7, 8]], st[[0, 1, 6, 7, 8]])  # strata only: they take all the negatives' weight
+    assert np.allclose(w, [1, 1, 5, 5, 10])
+
+
+def test_voter_threshold_ignores_hard_negatives() -> None:
+    """Hard negatives (natural=False) train the voter but never set its threshold: here they look exactly like the
+    failures, so counting them in the validation fpr would push the threshold above every failure."""
+    g = np.random.default_rng(2)
+    lo = np.concatenate([g.normal(8, 1, (60, 6)), g.normal(-8, 1, (1000, 6)), g.normal(8, 1, (100, 6))])
+    y = np.r_[np.ones(60), np.zeros(1100)].astype(np.int64)
+    groups = np.r_[np.arange(60), 1000 + np.arange(1000) // 50, 5000 + np.arange(100) // 50]
+    strata = np.r_[np.full(1060, -1), np.zeros(100)]
+    nat = np.r_[np.ones(1060, bool), np.zeros(100, bool)]
+    fit = fit_lstm_voter(lo.astype(np.float32), y, target_fpr=1e-3, epochs=30, groups=groups, strata=strata, natural=nat)
+    assert (fit.score(lo[:60].astype(np.float32)) >= fit.threshold).mean() > 0.9
+    counted = fit_lstm_voter(lo.astype(np.float32), y, target_fpr=1e-3, epochs=30, groups=groups, strata=strata)
+    assert (counted.score(lo[:60].astype(np.float32)) >= counted.threshold).mean() < 0.5
+
+
+def test_voter_hard_leaves_the_networks_unchanged() -> None:
+    """The cross-fitted outputs on hard node-days are for the voter only: the deployed networks are the same."""
+    g = np.random.default_rng(0)
+
+    def seqs(n: int, y: int, group: np.ndarray, an: int = 0, shift: float = 0.0) -> Sequences:
+        x = g.normal(shift, 1.0, size=(n, 6, 70)).astype(np.float32)
+        return Sequences(x=x, y=np.full(n, y, np.int64), group=group, has_precursor=np.full(n, y == 1),
+                         node=np.zeros(n, np.int64), time_s=np.zeros(n), anomaly=np.full(n, an, np.int8))
+
+    pos = seqs(40, 1, np.arange(40), shift=1.0)
+    neg = seqs(1000, 0, -1 - np.arange(1000) // 50)
+    hard = seqs(200, 0, -1000 - np.arange(200) // 50, an=3, shift=0.5)
+    a, _ = fit_ensemble_and_voter(pos, neg, hard=hard, epochs=5, voter_hard=False)
+    b, vb = fit_ensemble_and_voter(pos, neg, hard=hard, epochs=5, voter_hard=True)
+    assert all(np.array_equal(v, b.state()[k]) for k, v in a.state().items()) and vb is not None
