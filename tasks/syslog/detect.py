@@ -12,7 +12,7 @@ replaces both. Vicinities come from the staged topology (rack, architecture; ``r
 physical location within one architecture); without a topology every node is in one ``global`` vicinity.
 SG is the number of lines in the ``window_min`` (30) minutes before each observation moment, one moment every
 ``step_min`` (5) minutes (the paper's sliding window; the first moments of a day see only that day's lines), and
-the shorter ``extra_windows`` (none by default) at the same moments: abnormal in any of them is abnormal (Eq. S2 of
+the shorter ``extra_windows`` (10 min, >= 8 lines by default) at the same moments: abnormal in any of them is abnormal (Eq. S2 of
 models/syslog/dynamic.py); a row's ``sg`` and ``score`` are those of the window that flagged it. A vicinity in which
 many nodes (not booting) reach a window's floor within ``wide_interval_min`` (10) minutes departs as a whole (Eq. S3):
 that is one vicinity-wide event (``DayResult.vicinity_events``, ``ctx.shared["syslog"]["vicinity_events"]``), not node alarms.

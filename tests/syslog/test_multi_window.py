@@ -46,7 +46,8 @@ def test_union_is_one_alarm_episode_not_one_per_window():
 
 
 def test_window_settings_are_whole_steps():
-    assert SyslogSettings().windows() == [(6, 15.0)]
+    assert SyslogSettings().windows() == [(6, 15.0), (2, 8.0)]
+    assert SyslogSettings(extra_windows=[]).windows() == [(6, 15.0)]
     assert SyslogSettings(extra_windows=[(10, 8.0)]).windows() == [(6, 15.0), (2, 8.0)]
     with pytest.raises(ValidationError, match="multiple of step_min"):
         SyslogSettings(extra_windows=[(7, 3.0)])
@@ -71,7 +72,7 @@ def test_product_detector_uses_the_extra_window(tmp_path):
     st = Store(str(tmp_path / "store"))
     stage_syslog(st, rows)
     day = date(2026, 3, 2)
-    assert analyse_day(st, day, new_run_id("t", {}), SyslogSettings(filtered=False)).abnormal.num_rows == 0
+    assert analyse_day(st, day, new_run_id("t", {}), SyslogSettings(filtered=False, extra_windows=[])).abnormal.num_rows == 0
     res = analyse_day(st, day, new_run_id("t", {}), SyslogSettings(filtered=False, extra_windows=[(10, 8.0)]))
     ab = res.abnormal.to_pylist()
     assert [(r["node"], r["window_end"], r["sg"]) for r in ab] == [("n03", t0 + timedelta(hours=3, minutes=10), 10)]
