@@ -200,33 +200,28 @@ def set_memory_limit(dirs: tuple[str, ...], version: int, limit: int | None, sta
 # ----------------------------------------------------------------------------- statistics (sampler)
 _V1_MEMSTAT = ("rss", "cache", "mapped_file", "pgfault", "pgmajfault", "pgpgin", "pgpgout")
 _V2_MEMSTAT = ("anon", "file", "pgfault", "pgmajfault")
-CGROUP_COUNTERS = frozenset(
-    {
-        "cpu_usage",
-        "cpu_user",
-        "cpu_system",
-        "nr_periods",
-        "nr_throttled",
-        "throttled_s",
-        "pgfault",
-        "pgmajfault",
-        "pgpgin",
-        "pgpgout",
-        "mem_failcnt",
-        "mem_events_high",
-        "mem_events_max",
-        "io_read_bytes",
-        "io_write_bytes",
-        "io_read_ops",
-        "io_write_ops",
-        "task_rchar",
-        "task_wchar",
-        "task_syscr",
-        "task_syscw",
-        "task_read_bytes",
-        "task_write_bytes",
-    }
+PAGING_IO_FIELDS = (
+    "pgfault",
+    "pgmajfault",
+    "pgpgin",
+    "pgpgout",
+    "mem_failcnt",
+    "mem_events_high",
+    "mem_events_max",
+    "io_read_bytes",
+    "io_write_bytes",
+    "io_read_ops",
+    "io_write_ops",
+    "task_rchar",
+    "task_wchar",
+    "task_syscr",
+    "task_syscw",
+    "task_read_bytes",
+    "task_write_bytes",
 )
+"""Paging, memory-event and I/O counters of :func:`group_stats` and :class:`TaskIO` (all cumulative)."""
+CGROUP_COUNTERS = frozenset(("cpu_usage", "cpu_user", "cpu_system", "nr_periods", "nr_throttled", "throttled_s")
+                            + PAGING_IO_FIELDS)
 """Cumulative fields of :func:`group_stats` and :class:`TaskIO` (features use their first derivative)."""
 TASK_IO_FIELDS = ("rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes")
 """Fields of ``/proc/<pid>/io`` summed by :class:`TaskIO` (as ``task_<field>``)."""

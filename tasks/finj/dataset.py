@@ -20,6 +20,7 @@ import numpy as np
 from nodewatch.models.finj.features import STEP, WINDOW, FeatureLayout, core_features
 from nodewatch.models.finj.labels import window_labels
 from nodewatch.tasks.finj.catalog import FAULTS, HEALTHY
+from nodewatch.tasks.finj.cgroup import PAGING_IO_FIELDS
 from nodewatch.tasks.finj.sampler import LDMS_META, is_counter
 
 MAX_MISSING = 6
@@ -195,31 +196,7 @@ def campaign_view(raw: Raw, cores: tuple[int, ...]) -> Raw:
 
 TARGET_GROUPS = ("apps", "faults", "sys")
 """The run's cgroups whose sum is the target node (every process the campaign started, faults included)."""
-TARGET_FIELDS = (
-    "mem_usage",
-    "rss",
-    "cache",
-    "mapped_file",
-    "anon",
-    "file",
-    "pgfault",
-    "pgmajfault",
-    "pgpgin",
-    "pgpgout",
-    "mem_failcnt",
-    "mem_events_high",
-    "mem_events_max",
-    "io_read_bytes",
-    "io_write_bytes",
-    "io_read_ops",
-    "io_write_ops",
-    "task_rchar",
-    "task_wchar",
-    "task_syscr",
-    "task_syscw",
-    "task_read_bytes",
-    "task_write_bytes",
-)
+TARGET_FIELDS = ("mem_usage", "rss", "cache", "mapped_file", "anon", "file", *PAGING_IO_FIELDS)
 """Memory, paging and I/O fields of ``cgroup.py:group_stats`` summed into ``target.<field>``."""
 NODE_IO_VMSTAT = frozenset(
     {"vmstat.nr_dirtied", "vmstat.nr_written", "vmstat.nr_dirty", "vmstat.nr_writeback", "vmstat.pgpgin", "vmstat.pgpgout"}
