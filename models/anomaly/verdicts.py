@@ -109,6 +109,12 @@ class VerdictConfig:
     infer_running: bool = True
     """when the jobs table cannot list the jobs running at the end of the day (staged daily sacct dumps hold
     only ended jobs), infer them from telemetry (:mod:`nodewatch.models.anomaly.running_jobs`)"""
+    infer_gap: int = 3
+    """windows in a row that may look idle (not busy-like, Eq. 1) inside one inferred running allocation (Eq. 2
+    of :mod:`~nodewatch.models.anomaly.running_jobs`). 3 (45 min): on the dev seeds' held-back days 86-88% of the
+    idle-looking runs inside *known* allocations are at most 3 windows long (1 covered 32-43%); with 1, jobs
+    running at midnight whose phases look idle for 30-45 min were split, their earlier part judged as idle
+    windows: the largest share of false node alerts on clean clusters (docs/verdicts.md)"""
 
 
 @dataclass

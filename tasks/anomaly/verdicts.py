@@ -119,7 +119,7 @@ def judge_day(hist: np.ndarray, hist_times: np.ndarray, night: np.ndarray, night
     inferred, first_inferred = 0, len(names)
     if cfg.infer_running and not knows_running(jobs, night_times, step):
         b0 = b
-        b, tr, jb, starts = infer_running(xn, ref, b, tr, jb, cfg.transition_windows)
+        b, tr, jb, starts = infer_running(xn, ref, b, tr, jb, cfg.transition_windows, gap=cfg.infer_gap)
         inferred = int((b & ~b0).any(axis=1).sum())
         names = names + [f"running since {pd.Timestamp(night_times[s]):%H:%M} (inferred)" for s in starts]
     day = DayInputs(xn, b, tr, jb, racks, archs, first_inferred)

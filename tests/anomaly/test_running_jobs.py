@@ -65,3 +65,17 @@ def test_knows_running_only_with_a_job_past_the_day() -> None:
     assert knows_running(running, times, step)  # sacct RUNNING row (null end)
     later = pd.concat([ended, ended.assign(job_id="3", end_time=pd.Timestamp("2026-01-03 02:00", tz="UTC"))])
     assert knows_running(later, times, step)  # a backfilled day: the jobs ended later are known
+
+
+def test_an_idle_looking_phase_of_three_windows_stays_inside_the_inferred_job() -> None:
+    """A job running at midnight whose load looks idle for 2-3 windows (measured on the dev seeds' clean nights:
+    such phases split the inferred allocation and the part before them was judged as idle windows)."""
+    from nodewatch.models.anomaly.verdicts import VerdictConfig
+
+    like = np.array([[0, 1, 1, 0, 0, 1, 1, 1],      # 2 idle-looking windows inside: from 1 with the default gap
+                     [0, 1, 0, 0, 0, 1, 1, 1],      # 3: still one allocation
+                     [1, 0, 0, 0, 0, 1, 1, 1]], dtype=bool)  # 4: split, from 5
+    known = np.zeros_like(like)
+    gap = VerdictConfig().infer_gap
+    assert trailing_run(like, known, gap=gap).tolist() == [1, 1, 5]
+    assert trailing_run(like, known, gap=1).tolist() == [5, 5, 5]  # the 24c5b08 rule
