@@ -199,10 +199,6 @@ def evaluate(flags: np.ndarray, node_flags: set[str], nodes: list[str], times: n
 NOT_VISIBLE = {
     "precursor:io_errors (idle node)": "the simulator halves the job's disk-write rate (telemetry.driver_pieces); an "
                                        "idle node writes only its constant base rate, which the precursor leaves unchanged",
-    "precursor:psu_fluctuation (busy node)": "power noise (120 W x ramp per 5-min sample) around the same mean; on a busy "
-                                             "node the best per-window statistic (window std of power_node) separates its "
-                                             "windows with AUC 0.87 on the dev seeds, median |z| 3.2 vs normal q0.999 3.7, "
-                                             "below the budget's per-window level 4.77 (docs/verdicts.md)",
 }
 """Per-kind keys of :func:`visibility` that the telemetry cannot show, with the reason (docs/verdicts.md)."""
 SHORT_MIN = 30.0
@@ -213,8 +209,7 @@ the ramp of a gauge precursor reaches its amplitude only at the failure (docs/ve
 def visibility(truth: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
     """``truth`` with the kind of some events made explicit for the per-kind table: ``precursor:io_errors (idle
     node)`` when no job (of all the simulator's jobs, running ones too) overlapped the event on the node (no
-    telemetry trace: :data:`NOT_VISIBLE`), ``precursor:psu_fluctuation (busy node)`` when a job did (not separable
-    at the budget: :data:`NOT_VISIBLE`), and ``<kind> (< 30 min)`` for precursors shorter than
+    telemetry trace: :data:`NOT_VISIBLE`), and ``<kind> (< 30 min)`` for precursors shorter than
     :data:`SHORT_MIN`."""
     if not len(truth):
         return truth
@@ -224,14 +219,11 @@ def visibility(truth: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
     for i, r in enumerate(out.itertuples()):
         if not kinds[i].startswith("precursor:"):
             continue
-        if kinds[i] in ("precursor:io_errors", "precursor:psu_fluctuation"):
+        if kinds[i] == "precursor:io_errors":
             on = [r.node in nl for nl in jobs["node_list"]]
             busy = bool(((js < r.end) & (je.isna() | (je > r.start)) & np.array(on, dtype=bool)).any())
-            if kinds[i] == "precursor:io_errors" and not busy:
+            if not busy:
                 kinds[i] += " (idle node)"
-                continue
-            if kinds[i] == "precursor:psu_fluctuation" and busy:
-                kinds[i] += " (busy node)"
                 continue
         if (r.end - r.start).total_seconds() < 60 * SHORT_MIN:
             kinds[i] += f" (< {SHORT_MIN:g} min)"

@@ -19,7 +19,8 @@ ratio <= 0.27; CPU hogs on idle nodes (CPU metrics only) 1.5 vs 1.9-2.1, ratio 0
 taken for a job. A job still running at midnight
 holds the node from its start to the last window, so the inferred allocation is the trailing run of
 windows, ending in one of the last ``gap + 1`` windows, that are not covered by a known job and are
-busy-like, with at most ``gap`` consecutive windows that are not (2). Nodes whose inferred allocation
+busy-like, with at most ``gap`` consecutive windows that are not (2; ``VerdictConfig.infer_gap`` = 3: a
+running job's phases can look idle for 30-45 min, docs/verdicts.md). Nodes whose inferred allocation
 starts in the same window are one inferred multi-node job (the job vicinity of
 :func:`~nodewatch.models.anomaly.verdicts.evidence` then removes what they share); the window before the
 start (the job may have started in it), the start window and ``transition_windows`` after it are
