@@ -135,6 +135,8 @@ def main() -> None:
     ap.add_argument("--history", type=int, default=21)
     ap.add_argument("--cache", type=Path, default=None)
     ap.add_argument("--store", type=Path, default=None, help="also run the whole nightly step on a cube written here")
+    ap.add_argument("--infer-gap", type=int, default=None,
+                    help="VerdictConfig.infer_gap for the timed judge_day (default: VerdictConfig's; 1 = 24c5b08)")
     ap.add_argument("--judge-store", type=Path, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--day", default="", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -150,10 +152,14 @@ def main() -> None:
                   dtype="datetime64[ns]")
     jobs = t["jobs"]
     known = jobs[pd.to_datetime(jobs["end_time"], utc=True) < days[a.history + 1]]  # as staged at night
+    from nodewatch.models.anomaly.verdicts import VerdictConfig
+
+    vcfg = VerdictConfig() if a.infer_gap is None else VerdictConfig(infer_gap=a.infer_gap)
     load = os.getloadavg()
     t0 = time.perf_counter()
     c0 = time.process_time()
-    res = judge_day(t["hist"], ht, t["night"], nt, t["nodes"], list(METRIC_NAMES), t["racks"], t["archs"], known, WINDOW)
+    res = judge_day(t["hist"], ht, t["night"], nt, t["nodes"], list(METRIC_NAMES), t["racks"], t["archs"], known, WINDOW,
+                    vcfg)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     t0 = time.perf_counter()
     base = own_history_baseline(t["hist"], t["night"])
