@@ -109,6 +109,10 @@ class VerdictConfig:
     infer_running: bool = True
     """when the jobs table cannot list the jobs running at the end of the day (staged daily sacct dumps hold
     only ended jobs), infer them from telemetry (:mod:`nodewatch.models.anomaly.running_jobs`)"""
+    rare_quantum: bool = True
+    """own-history scale of a metric whose smallest step (one count of an error counter) is rarer than the tail
+    quantile: at least that step over the normal score of its pooled frequency (Eq. Q1 of
+    :func:`~nodewatch.models.anomaly.vicinity.fit_reference`), so one background count no longer scores 37.36"""
     infer_gap: int = 3
     """windows in a row that may look idle (not busy-like, Eq. 1) inside one inferred running allocation (Eq. 2
     of :mod:`~nodewatch.models.anomaly.running_jobs`). 3 (45 min): on the dev seeds' held-back days 86-88% of the

@@ -160,9 +160,30 @@ def empirical_cap(d: np.ndarray, busy: np.ndarray | None, ref: Reference, transi
     return cap
 
 
+def _rare_quantum_scale(dev: np.ndarray, tail_dev: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """(metric,) Eq. Q1 of :func:`fit_reference`: ``quantum / Phi^-1(1 - u / 2)`` for metrics whose quantum (the
+    smallest positive ``dev`` pooled over nodes and windows) exceeds ``tail_dev`` (the median node's tail
+    deviation), else 0. ``dev`` (node, time, metric) absolute deviations from the node's median."""
+    from statistics import NormalDist
+
+    m = dev.shape[-1]
+    d = dev.reshape(-1, m)
+    fin = np.isfinite(d)
+    pos = fin & (d > eps)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        q = np.nanmin(np.where(pos, d, np.nan), axis=0)
+    out = np.zeros(m, dtype=np.float32)
+    for j in np.flatnonzero(np.isfinite(q) & (q > tail_dev + eps)):
+        u = float((d[:, j] >= q[j] * (1 - 1e-6)).sum()) / max(int(fin[:, j].sum()), 1)
+        if 0 < u < 1:
+            out[j] = q[j] / NormalDist().inv_cdf(1 - u / 2)
+    return out
+
+
 def fit_reference(
     hist: np.ndarray, busy: np.ndarray | None, floor: float = 0.02, min_windows: int = 24, tail_q: float = 0.999,
-    empirical: bool = False,
+    empirical: bool = False, rare_quantum: bool = False,
 ) -> Reference:
     """Own-history reference of ``hist`` (node, time, metric; already log-transformed) per job state.
 
@@ -174,6 +195,13 @@ def fit_reference(
     a normal metric this equals sigma (no effect); for a metric that is mostly constant with rare jumps
     (error counters, small integer gauges, where the MAD is 0) one jump of the usual size scores about
     ``Phi^-1((1 + tail_q) / 2)`` (3.3), not thousands.
+
+    ``rare_quantum`` (Eq. Q1): a metric whose smallest step above its median (the *quantum*: one count of an error
+    counter, the smallest positive deviation pooled over all nodes and windows of the state) is rarer than the tail
+    quantile on the median node (so the tail width above is 0 and one count scored ``log(1 + rate / offset) / floor``,
+    37.36 for one count in 15 min) gets ``scale >= quantum / Phi^-1(1 - u / 2)``, ``u`` the pooled share of windows at
+    least one quantum above the median: one count then scores the normal score of how often it happens, which is the
+    premise of the union-bound floor (:func:`~nodewatch.models.anomaly.verdicts.union_bound_floor`).
 
     ``empirical``: also keep the deviation levels of Eq. E1 (:func:`empirical_levels`) per node, state and
     side of the median, each at most the median over nodes (``Reference.levels``, used by :func:`empirical_cap`).
@@ -190,6 +218,8 @@ def fit_reference(
             warnings.simplefilter("ignore", RuntimeWarning)
             tail = _nanmedian(np.nanquantile(dev, tail_q, axis=1), 0) / zq if dev.size else np.full(hs.shape[2], np.nan)
         sc = np.maximum(sc, np.nan_to_num(tail, nan=0.0)[None, :])
+        if rare_quantum and dev.size:
+            sc = np.maximum(sc, _rare_quantum_scale(dev, np.nan_to_num(tail, nan=0.0) * zq)[None, :])
         lv = None
         if empirical:  # Eq. E1 per node and side, at most the median node's (a node's anomalous history cannot blind it)
             sd = hs - loc[:, None, :]

@@ -108,7 +108,8 @@ def judge_day(hist: np.ndarray, hist_times: np.ndarray, night: np.ndarray, night
     off = metric_offsets(hist[:, ref_idx])
     xh = log_transform(hist, off)
     hb, ht, hj, _ = job_grid(jobs, nodes, hist_times, step, cfg.transition_windows)
-    ref = fit_reference(xh[:, ref_idx], hb[:, ref_idx], floor=cfg.scale_floor, empirical=cfg.empirical_cap)
+    ref = fit_reference(xh[:, ref_idx], hb[:, ref_idx], floor=cfg.scale_floor, empirical=cfg.empirical_cap,
+                        rare_quantum=cfg.rare_quantum)
     held: list[Evidence] = []
     for sl in days[-held_back_days:]:
         b, tr, jb, _ = job_grid(jobs, nodes, hist_times[sl], step, cfg.transition_windows)

@@ -162,3 +162,25 @@ def test_nanmedian_equals_numpy_with_all_nan_slices() -> None:
             assert got.dtype == ref.dtype and np.array_equal(got, ref, equal_nan=True)
     assert _nanmedian(np.array([[1.0, np.nan, 3.0, 10.0]]), 1).tolist() == [3.0]  # (1, 3, 10): the middle one
     assert _nanmedian(np.array([[1.0, np.nan, 3.0, np.nan]]), 1).tolist() == [2.0]  # (1 + 3) / 2
+
+
+def test_rare_quantum_scale_by_hand() -> None:
+    """Eq. Q1: an error counter at 0 except one count in 2 of 4,000 windows (log step log(1 + (1/900) / 1e-3) =
+    0.7472): the median node's q0.999 is 0, so without Q1 the scale is the floor 0.02 and one count scores 37.36;
+    with Q1 the scale is 0.7472 / Phi^-1(1 - 2/4000/2) = 0.7472 / 3.4808 and one count scores 3.48, the normal
+    score of its frequency. A metric whose steps are not rare (every 10th window) keeps the tail-width scale."""
+    from statistics import NormalDist
+
+    step = math.log(1 + (1 / 900) / 1e-3)
+    h = np.zeros((4, 1000, 2))
+    h[0, [10, 500], 0] = step
+    h[:, ::10, 1] = step  # common steps: q0.999 per node = step, Eq. Q1 does not apply
+    off = fit_reference(h, None)
+    assert off.scale[0, 0, 0] == pytest.approx(0.02)
+    assert step / off.scale[0, 0, 0] == pytest.approx(37.36, abs=0.01)
+    ref = fit_reference(h, None, rare_quantum=True)
+    want = step / NormalDist().inv_cdf(1 - 2 / 4000 / 2)
+    assert want == pytest.approx(0.7472 / 3.4808, rel=1e-3)
+    assert ref.scale[0, :, 0] == pytest.approx([want] * 4, rel=1e-5)
+    assert step / ref.scale[0, 0, 0] == pytest.approx(3.4808, rel=1e-3)
+    assert ref.scale[0, 0, 1] == pytest.approx(off.scale[0, 0, 1]) == pytest.approx(step / 3.2905, rel=1e-3)
