@@ -460,8 +460,8 @@ def main() -> None:
                     help="node thresholds without the union-bound floor of the budget (Eq. B1; the 316b8f2 path)")
     ap.add_argument("--infer-gap", type=int, default=None,
                     help="idle-looking windows in a row inside an inferred running job (default: VerdictConfig; 1 = 24c5b08)")
-    ap.add_argument("--no-rare-quantum", action="store_true",
-                    help="own-history scales without the rare-quantum floor (Eq. Q1; the 292e8ab path)")
+    ap.add_argument("--rare-quantum", action="store_true",
+                    help="own-history scales with the rare-quantum floor (Eq. Q1; evaluated at 750ace9, not the default)")
     ap.add_argument("--per-day-fit", action="store_true",
                     help="node thresholds from one tail fit per held-back day (median); default: one pooled fit")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON lines here")
@@ -474,8 +474,8 @@ def main() -> None:
                          union_floor=not a.no_union_floor)
     if a.infer_gap is not None:
         vcfg = replace(vcfg, infer_gap=a.infer_gap)
-    if a.no_rare_quantum:
-        vcfg = replace(vcfg, rare_quantum=False)
+    if a.rare_quantum:
+        vcfg = replace(vcfg, rare_quantum=True)
     for size in a.sizes:
         for seed in a.seeds:
             rows += run_cluster(seed, size, a.history, a.nights, a.epochs, not a.no_ruad, a.clean, a.cache, a.running_jobs, vcfg)

@@ -109,10 +109,13 @@ class VerdictConfig:
     infer_running: bool = True
     """when the jobs table cannot list the jobs running at the end of the day (staged daily sacct dumps hold
     only ended jobs), infer them from telemetry (:mod:`nodewatch.models.anomaly.running_jobs`)"""
-    rare_quantum: bool = True
+    rare_quantum: bool = False
     """own-history scale of a metric whose smallest step (one count of an error counter) is rarer than the tail
     quantile: at least that step over the normal score of its pooled frequency (Eq. Q1 of
-    :func:`~nodewatch.models.anomaly.vicinity.fit_reference`), so one background count no longer scores 37.36"""
+    :func:`~nodewatch.models.anomaly.vicinity.fit_reference`), so one background count no longer scores 37.36. Off:
+    chosen on dev seeds 3, 11, 12, evaluated once at 750ace9: held-out 64 nodes 26/27 nights both, false node alerts
+    0 vs 1 / 1,238, clean 4 vs 8 / 1,344, cpu_hog 44 vs 45 / 55; 256 nodes 6/9 vs 7/9 nights, 0 vs 5 false / 1,884,
+    three true positives fewer (docs/verdicts.md): not better, the budget already held without it"""
     infer_gap: int = 3
     """windows in a row that may look idle (not busy-like, Eq. 1) inside one inferred running allocation (Eq. 2
     of :mod:`~nodewatch.models.anomaly.running_jobs`). 3 (45 min): on the dev seeds' held-back days 86-88% of the
