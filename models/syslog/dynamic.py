@@ -24,6 +24,9 @@
   moment (Eq. S3, :func:`vicinity_wide`; ``min_nodes`` = 3 and ``min_share`` = 0.25 are the product's rule for
   rack-wide outages, :func:`nodewatch.models.syslog.outages.external_events`). Without it a short window flags the
   top of a rack-wide burst: the two-means split falls inside the bursting majority (docs/syslog.md, fourth pass).
+* **Vicinity-wide events of a job** (§II-A2 with Eq. S3): the same rule inside each (moment, job) group of the
+  resource-allocation vicinity, :func:`label_wide`: a whole job's nodes bursting together (the job's own output,
+  its I/O failing for all ranks) is one job-wide event, not one alarm per node.
 * **Time-of-failure vicinity** (§II-A4): "all nodes that experience a failure within the same predefined time
   interval (10 minutes)" — known only after the failures, so the paper uses it offline (§III-D):
   :func:`failure_time_groups`.
@@ -133,6 +136,35 @@ def vicinity_wide(bins: np.ndarray, groups: list[np.ndarray], windows: list[tupl
             n_hi = (recent[g] & unknown[g]).sum(axis=0)
             n_live = ((sg[g] > 0) & unknown[g]).sum(axis=0)
             wide[j] |= n_hi >= np.maximum(float(min_nodes), min_share * n_live)
+    return wide
+
+
+def label_wide(bins: np.ndarray, labels: np.ndarray, windows: list[tuple[int, float]], interval: int,
+               min_nodes: int = 3, min_share: float = 0.25, known: np.ndarray | None = None) -> np.ndarray:
+    """Eq. S3 for dynamic vicinities (a job's nodes, :func:`allocation_labels`): ``wide[l, t]`` for label ``l``
+    (``labels.max() + 1`` rows) when, for some window ``(k, min_sg)``, the nodes carrying label ``l`` at ``t`` whose
+    sliding SG reached ``max(min_sg, 1)`` at one of the moments ``t - interval + 1 .. t`` number at least
+    ``max(min_nodes, min_share * L)``, ``L`` = those nodes live (SG > 0) at ``t`` (as :func:`vicinity_wide`, the
+    membership taken at ``t``). Idle nodes (label ``-1``) belong to no vicinity; ``known`` as in
+    :func:`vicinity_wide`; ``interval`` <= 0: never.
+    """
+    b = np.asarray(bins)
+    lab = np.asarray(labels)
+    n_lab = int(lab.max()) + 1 if lab.size else 0
+    w = b.shape[1]
+    wide = np.zeros((n_lab, w), bool)
+    if interval <= 0 or n_lab == 0:
+        return wide
+    unknown = np.ones(b.shape, bool) if known is None else ~np.asarray(known, bool)
+    node, mom = np.nonzero(lab >= 0)
+    key = lab[node, mom] * w + mom
+    for k, min_sg in windows:
+        sg = sliding_sg(b, int(k))
+        recent = sliding_any((sg >= max(float(min_sg), 1.0)) & unknown, int(interval))
+        ok = unknown[node, mom]
+        n_hi = np.bincount(key, weights=recent[node, mom] & ok, minlength=n_lab * w).reshape(n_lab, w)
+        n_live = np.bincount(key, weights=(sg[node, mom] > 0) & ok, minlength=n_lab * w).reshape(n_lab, w)
+        wide |= (n_hi >= np.maximum(float(min_nodes), min_share * n_live)) & (n_hi > 0)
     return wide
 
 

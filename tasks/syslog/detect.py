@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 from nodewatch.models.syslog.dynamic import (
     allocation_labels,
     label_detect,
+    label_wide,
     multi_window_detect,
     sliding_any,
     sliding_sg,
@@ -178,6 +179,25 @@ def wide_events(wide: np.ndarray, labels: list[str], sgs: list[np.ndarray], floo
     return out
 
 
+def label_events(wide: np.ndarray, node_labels: np.ndarray, names: list[str], sgs: list[np.ndarray],
+                 floors: list[float], moments_ns: np.ndarray) -> list[dict[str, object]]:
+    """:func:`wide_events` for dynamic vicinities (jobs): ``wide`` is ``(labels, moments)`` from
+    :func:`~nodewatch.models.syslog.dynamic.label_wide`, ``node_labels`` (nodes x moments) the label of each node
+    at each moment; ``nodes`` counts the nodes carrying the label at a moment at or above a window's floor."""
+    hi = np.zeros(node_labels.shape, bool)
+    for sg, f in zip(sgs, floors, strict=True):
+        hi |= sg >= max(f, 1.0)
+    out = []
+    for j in np.flatnonzero(wide.any(axis=1)).tolist():
+        d = np.diff(np.concatenate([[0], wide[j].astype(np.int8), [0]]))
+        for a, b in zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist(), strict=True):
+            n = ((node_labels[:, a:b] == j) & hi[:, a:b]).sum(axis=0)
+            out.append({"vicinity": names[j], "start": datetime.fromtimestamp(int(moments_ns[a]) / NS, UTC).isoformat(),
+                        "end": datetime.fromtimestamp(int(moments_ns[b - 1]) / NS, UTC).isoformat(),
+                        "nodes": int(n.max())})
+    return out
+
+
 def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, export: bool = False,
                 key: bytes | None = None, after_finish: Callable[[Callable[[], None]], None] | None = None) -> DayResult:
     """Template, filter, score and find outages for the UTC day ``day`` (module doc); ``after_finish``: see
@@ -197,7 +217,6 @@ def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, expor
     filt = filtered_templates(tid, nidx, tns, cfg.filter_share, cfg.filter_periodic_cv, node_share=cfg.filter_node_share)
     keep = ~np.isin(tid, np.array(sorted(filt), np.int64)) if cfg.filtered else np.ones(len(tid), bool)
     bins = sg_matrix(tns[keep], nidx[keep], len(nodes), d0, step_ns, n_win)
-    sg_main = sliding_sg(bins, k)
     staged = tr.source
     boot = pc.fill_null(pc.match_substring_regex(staged["message"], BOOT_RE), False)
     b = staged.filter(boot)
@@ -208,19 +227,31 @@ def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, expor
     flags, score, vic, which, sgs, wide = detect(bins, groups, labels, cfg, booting)
     vic_label = np.array(labels, object)[np.broadcast_to(vic[:, None], bins.shape)]
     peer_sel: dict[tuple[int, int], np.ndarray] = {}
+    moments = d0 + (np.arange(n_win) + 1) * step_ns
+    events = [] if cfg.vicinity == "job" else wide_events(wide, labels, sgs, [m for _, m in cfg.windows()], groups,
+                                                           moments)
     if "job" in cfg.vicinity:
         if cfg.vicinity == "job":
             flags[:], score[:] = False, 0.0
-        moments = d0 + (np.arange(n_win) + 1) * step_ns
         jl, job_ids = job_labels(store, nodes, day, moments)
-        jf, js = label_detect(sg_main, jl, cfg.density_factor, cfg.min_sg)
-        take = jf & (~flags | (js > score))
-        which = np.where(take, 0, which)
-        flags |= jf
-        score = np.where(take, js, score)
-        for i, w in zip(*np.nonzero(take), strict=True):
+        jwide = label_wide(bins, jl, cfg.windows(), cfg.wide_bins(), cfg.wide_min_nodes, cfg.wide_min_share, booting)
+        in_wide = np.zeros(bins.shape, bool)
+        ji, jt = np.nonzero(jl >= 0)
+        in_wide[ji, jt] = jwide[jl[ji, jt], jt]
+        job_take = np.zeros(bins.shape, bool)
+        for wi_, (_, floor) in enumerate(cfg.windows()):  # Eq. S2 in every job, Eq. S3: a job-wide burst is no alarm
+            jf, js = label_detect(sgs[wi_], jl, cfg.density_factor, floor)
+            jf &= ~in_wide
+            take = jf & (~flags | (js > score))
+            which = np.where(take, wi_, which)
+            flags |= jf
+            score = np.where(take, js, score)
+            job_take |= take
+        for i, w in zip(*np.nonzero(job_take & flags), strict=True):
             vic_label[i, w] = f"job {job_ids[jl[i, w]]}"
             peer_sel[(int(i), int(w))] = np.flatnonzero(jl[:, w] == jl[i, w])
+        events += label_events(jwide, jl, [f"job {j}" for j in job_ids], sgs, [m for _, m in cfg.windows()],
+                               moments)
     flags &= ~booting
     ni, wi = np.nonzero(flags)
     sg = np.choose(which, sgs) if len(sgs) > 1 else sgs[0]  # SG of the window that decided each (node, moment)
@@ -251,8 +282,7 @@ def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, expor
     outs = syslog_outages(staged, int(pc.max(staged["time"]).cast(pa.int64()).as_py()), jobs=jobs, reservations=resv,
                           racks=racks)
     res = DayResult(ds, tr, filt, abnormal, outs)
-    res.vicinity_events = wide_events(wide, labels, sgs, [m for _, m in cfg.windows()], groups,
-                                      d0 + (np.arange(n_win) + 1) * step_ns)
+    res.vicinity_events = events
     for i, w in zip(ni.tolist(), wi.tolist(), strict=True):
         g = peer_sel.get((i, w), groups[vic[i]])
         x = sgs[which[i, w]][g, w]  # the vicinity in the same window length

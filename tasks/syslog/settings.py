@@ -36,12 +36,13 @@ class SyslogSettings(BaseModel):
     (models/syslog/dynamic.multi_window_detect, Eq. S2). Default ``[(10, 8)]`` (chosen on simulator seed 2): with
     the vicinity-wide rule (``wide_interval_min``) it met the paper-like goal on held-out seeds 5 and 6 and kept
     precision >= 0.88 at the default simulator (docs/syslog.md, fourth pass). ``[]``: the 30-min window alone.
-    Static vicinities only (the ``job`` vicinity uses ``window_min``)."""
+    The ``job`` vicinity judges the same windows inside every (moment, job) group."""
     wide_interval_min: int = Field(10, ge=0, le=1440)
     """Vicinity-wide events (models/syslog/dynamic.vicinity_wide, Eq. S3): when at least ``max(wide_min_nodes,
     wide_min_share * live nodes)`` nodes of one vicinity reach a window's floor within this many minutes (the paper's
     time-of-failure interval, §II-A4), the vicinity departs as a whole (one event: rack power, cooling,
-    maintenance) and none of its nodes is abnormal then. ``0``: off. Static vicinities only."""
+    maintenance) and none of its nodes is abnormal then; in the ``job`` vicinity, a job's nodes bursting together
+    are one job-wide event (models/syslog/dynamic.label_wide). ``0``: off."""
     wide_min_nodes: int = Field(3, ge=1)
     """Vicinity-wide events: at least this many nodes (as the rack-wide outage rule)."""
     wide_min_share: float = Field(0.25, ge=0.0, le=1.0)

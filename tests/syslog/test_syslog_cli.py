@@ -39,6 +39,17 @@ def store(tmp_path_factory):
     res = ingest_files(st, sources()["syslog"], files, rec, data_docs=False)
     rec.finish()
     assert res.counts.staged > 10_000
+    # the simulator's own sacct dumps (jobs ending days 0-1): the resource-allocation vicinity reads them
+    from nodewatch.tasks.simulate.records import sacct_text
+
+    jfiles = []
+    for day in (0, 1):
+        p = d / f"sacct-{day}.txt"
+        p.write_text(sacct_text(sched, day))
+        jfiles.append(p)
+    rec = RunRecorder(st, "test-jobs", {})
+    assert ingest_files(st, sources()["jobs"], jfiles, rec, data_docs=False).counts.staged > 0
+    rec.finish()
     return st
 
 
@@ -190,3 +201,36 @@ def test_syslog_days_flow_with_artifacts(store, prefect_harness):
     assert {"syslog-days-2026-01-01-2026-01-03", "syslog-summary-2026-01-01-2026-01-03"} <= anyio.run(_keys)
     with pytest.raises(ValueError, match="end must be >= start"):
         run_syslog_days(date(2026, 1, 3), date(2026, 1, 1), store=store.url)
+
+
+def test_job_vicinity_reads_the_staged_allocations(store):
+    """vicinity="job" on the simulated store: every abnormal row's vicinity is a staged job that held the node at
+    that moment (its node list and start/end), and the step's job labels come from those rows, not a schedule."""
+    from datetime import UTC, datetime
+
+    import numpy as np
+
+    from nodewatch.tasks.core.runs import new_run_id
+    from nodewatch.tasks.syslog.detect import analyse_day, job_labels
+    from nodewatch.tasks.syslog.settings import SyslogSettings
+
+    day = date.fromisoformat(DAY)
+    jobs = store.read_staged("jobs", columns=["job_id", "start_time", "end_time", "node_list"]).to_pylist()
+    held = {(str(j["job_id"]), n): (j["start_time"], j["end_time"]) for j in jobs if j["start_time"]
+            for n in (j["node_list"] or [])}
+    nodes = sorted({n for _, n in held})
+    d0 = int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp()) * 10**9
+    moments = d0 + (np.arange(288) + 1) * 300 * 10**9
+    jl, ids = job_labels(store, nodes, day, moments)
+    assert ids and (jl >= 0).mean() > 0.3  # the simulated cluster is busy
+    i, w = map(int, np.argwhere(jl >= 0)[0])
+    a, b = held[(ids[jl[i, w]], nodes[i])]
+    assert a.timestamp() * 10**9 <= moments[w] and (b is None or moments[w] < b.timestamp() * 10**9)
+    res = analyse_day(store, day, new_run_id("t", {}), SyslogSettings(vicinity="job", filtered=False))
+    rows = res.abnormal.to_pylist()
+    assert rows  # the simulator's syslog precursors (2 lines/min) depart from the job's other nodes
+    for r in rows:
+        assert r["vicinity"].startswith("job ")
+        a, b = held[(r["vicinity"][4:], r["node"])]
+        assert a <= r["window_end"] and (b is None or r["window_end"] < b)
+    assert all(e["vicinity"].startswith("job ") for e in res.vicinity_events)
