@@ -1,5 +1,6 @@
 """Tables of the syslog analytics (issue 17; docs/syslog.md): templated rows, the per-run template catalogue,
-the night's filtered templates and the abnormal (node, window) pairs of the vicinity detector."""
+the night's filtered templates, the abnormal (node, window) pairs and the vicinity-wide events of the vicinity
+detector."""
 
 from __future__ import annotations
 
@@ -67,6 +68,27 @@ SYSLOG_ABNORMAL = TableSchema(
         Column("sg", pa.int64(), nullable=False, min=0, description="lines of the node in the window"),
         Column("score", pa.float64(), nullable=False, description="(SG - majority centre) / majority density"),
         Column("vicinity", pa.string(), nullable=False, description="the peer group, e.g. 'rack r03 / cpu'"),
+        Column("variant", pa.string(), nullable=False, allowed=("raw", "filtered"), description="SG of which lines"),
+    ),
+)
+
+SYSLOG_VICINITY_EVENTS = TableSchema(
+    name="syslog_vicinity_events",
+    description="Vicinity-wide events of the vicinity detector (Eq. S3): a rack/architecture/job departed as a whole.",
+    time_column="start",
+    unique_key=("vicinity", "start"),
+    columns=(
+        Column("vicinity", pa.string(), nullable=False, description="the vicinity, e.g. 'rack r03 / cpu', 'job 812'"),
+        Column("kind", pa.string(), nullable=False, allowed=("rack", "arch", "rack_arch", "global", "job"),
+               description="vicinity kind"),
+        Column("start", _TS, nullable=False, description="first wide observation moment (window end)"),
+        Column("end", _TS, nullable=False, description="last wide observation moment (window end)"),
+        Column("peak", _TS, nullable=False, description="moment with the most nodes at the floor"),
+        Column("window_min", pa.int64(), nullable=False, min=1, description="SG window of the peak (minutes)"),
+        Column("nodes", pa.int64(), nullable=False, min=0, description="nodes at or above the window's floor at the peak"),
+        Column("live", pa.int64(), nullable=False, min=0, description="live nodes (SG > 0) of the vicinity at the peak"),
+        Column("median_sg", pa.float64(), nullable=False, min=0, description="median SG of the live nodes at the peak"),
+        Column("max_sg", pa.int64(), nullable=False, min=0, description="highest SG of the vicinity at the peak"),
         Column("variant", pa.string(), nullable=False, allowed=("raw", "filtered"), description="SG of which lines"),
     ),
 )

@@ -4,12 +4,15 @@ Store outputs (docs/syslog.md), besides the templates of :mod:`nodewatch.tasks.s
 
     staged/syslog_filters/date=D/part-<run>.parquet   templates filtered that night: template_id, template, reason, lines
     staged/syslog_abnormal/date=D/part-<run>.parquet  abnormal (node, window): window_end, sg, score, vicinity, variant
+    staged/syslog_vicinity_events/date=D/part-<run>.parquet  vicinity-wide events (Eq. S3): vicinity, kind, start,
+                                                      end, peak, window_min, nodes, live, median_sg, max_sg, variant
     exports/syslog/date=D/syslog-<run>.log            anonymised log of the day (RSYSLOG_FileFormat, re-ingestable)
     syslog/anon-map/<run>.bin                         its hash -> original mapping, AES-GCM with the site key
 
-``syslog_filters`` and ``syslog_abnormal`` are published by one commit (label ``syslog-detect``); a re-run of a day
-replaces both. Vicinities come from the staged topology (rack, architecture; ``rack_arch`` = the paper's best,
-physical location within one architecture); without a topology every node is in one ``global`` vicinity.
+``syslog_filters``, ``syslog_abnormal`` and ``syslog_vicinity_events`` are published by one commit (label
+``syslog-detect``); a re-run of a day replaces all three. Vicinities come from the staged topology (rack,
+architecture; ``rack_arch`` = the paper's best, physical location within one architecture); without a topology
+every node is in one ``global`` vicinity.
 SG is the number of lines in the ``window_min`` (30) minutes before each observation moment, one moment every
 ``step_min`` (5) minutes (the paper's sliding window; the first moments of a day see only that day's lines), and
 the shorter ``extra_windows`` (10 min, >= 8 lines by default) at the same moments: abnormal in any of them is abnormal (Eq. S2 of
@@ -41,7 +44,7 @@ from nodewatch.models.syslog.dynamic import (
 )
 from nodewatch.models.syslog.filtering import filtered_templates
 from nodewatch.models.syslog.vicinity import sg_matrix
-from nodewatch.schemas.syslog_analytics import SYSLOG_ABNORMAL, SYSLOG_FILTERS
+from nodewatch.schemas.syslog_analytics import SYSLOG_ABNORMAL, SYSLOG_FILTERS, SYSLOG_VICINITY_EVENTS
 from nodewatch.tasks.core.commit import StagedCommit
 from nodewatch.tasks.core.store import Store
 from nodewatch.tasks.syslog.catalogue import TemplateResult, template_day
@@ -53,6 +56,8 @@ FILTERS = "syslog_filters"
 ABNORMAL = "syslog_abnormal"
 FILTERS_SCHEMA = SYSLOG_FILTERS.arrow_schema()
 ABNORMAL_SCHEMA = SYSLOG_ABNORMAL.arrow_schema()
+EVENTS = "syslog_vicinity_events"
+EVENTS_SCHEMA = SYSLOG_VICINITY_EVENTS.arrow_schema()
 
 
 @dataclass
@@ -161,41 +166,77 @@ def detect(bins: np.ndarray, groups: list[np.ndarray], labels: list[str], cfg: S
     return flags, score, vic, which, sgs, wide
 
 
+def _event(name: str, member: np.ndarray, sgs: list[np.ndarray], floors: list[float], a: int, b: int,
+           moments_ns: np.ndarray, window_bins: list[int], step_min: int) -> dict[str, object]:
+    """One vicinity-wide event over moments ``a .. b-1``; ``member`` (nodes x (b - a)): the vicinity's nodes. Its SG
+    statistics are read at the peak: the (window, moment) with the most members at or above the window's floor."""
+    best = (-1, 0, 0)
+    for i, (sg, f) in enumerate(zip(sgs, floors, strict=True)):
+        n = (member & (sg[:, a:b] >= max(f, 1.0))).sum(axis=0)
+        t = int(np.argmax(n))
+        if int(n[t]) > best[0]:
+            best = (int(n[t]), i, t)
+    n_hi, i, t = best
+    x = sgs[i][member[:, t], a + t]
+    live = x[x > 0]
+    ts = [datetime.fromtimestamp(int(moments_ns[m]) / NS, UTC).isoformat() for m in (a, b - 1, a + t)]
+    return {"vicinity": name, "start": ts[0], "end": ts[1], "nodes": n_hi, "peak": ts[2],
+            "window_min": int(window_bins[i]) * step_min, "live": int(len(live)),
+            "median_sg": float(np.median(live)) if len(live) else 0.0, "max_sg": int(x.max()) if len(x) else 0}
+
+
+def _runs(row: np.ndarray) -> list[tuple[int, int]]:
+    """``(start, end)`` of the runs of ``True`` in ``row`` (end exclusive)."""
+    d = np.diff(np.concatenate([[0], row.astype(np.int8), [0]]))
+    return list(zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist(), strict=True))
+
+
 def wide_events(wide: np.ndarray, labels: list[str], sgs: list[np.ndarray], floors: list[float],
-                groups: list[np.ndarray], moments_ns: np.ndarray) -> list[dict[str, object]]:
-    """Vicinity-wide events (Eq. S3) as ``{"vicinity", "start", "end", "nodes"}``: consecutive wide moments of one
-    vicinity merged (window ends); ``nodes`` = the most of its nodes at or above a window's floor (``sgs[i] >=
-    max(floors[i], 1)``, any window) at one of those moments."""
+                groups: list[np.ndarray], moments_ns: np.ndarray, window_bins: list[int] | None = None,
+                step_min: int = 5) -> list[dict[str, object]]:
+    """Vicinity-wide events (Eq. S3) of static vicinities: consecutive wide moments of one vicinity merged
+    (window ends ``start`` .. ``end``). ``nodes``: the most of its nodes at or above a window's floor (``sgs[i] >=
+    max(floors[i], 1)``) at one moment (the ``peak``, in the window of ``window_min``); ``live``, ``median_sg`` (of
+    the live nodes) and ``max_sg`` of the vicinity at the peak."""
+    wb = window_bins or [1] * len(sgs)
+    n = sgs[0].shape[0] if sgs else 0
     out = []
     for j, lab in enumerate(labels):
-        d = np.diff(np.concatenate([[0], wide[j].astype(np.int8), [0]]))
-        for a, b in zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist(), strict=True):
-            hi = np.zeros((len(groups[j]), b - a), bool)
-            for sg, f in zip(sgs, floors, strict=True):
-                hi |= sg[groups[j]][:, a:b] >= max(f, 1.0)
-            out.append({"vicinity": lab, "start": datetime.fromtimestamp(int(moments_ns[a]) / NS, UTC).isoformat(),
-                        "end": datetime.fromtimestamp(int(moments_ns[b - 1]) / NS, UTC).isoformat(),
-                        "nodes": int(hi.sum(axis=0).max())})
+        for a, b in _runs(wide[j]):
+            member = np.zeros((n, b - a), bool)
+            member[groups[j]] = True
+            out.append(_event(lab, member, sgs, floors, a, b, moments_ns, wb, step_min))
     return out
 
 
 def label_events(wide: np.ndarray, node_labels: np.ndarray, names: list[str], sgs: list[np.ndarray],
-                 floors: list[float], moments_ns: np.ndarray) -> list[dict[str, object]]:
+                 floors: list[float], moments_ns: np.ndarray, window_bins: list[int] | None = None,
+                 step_min: int = 5) -> list[dict[str, object]]:
     """:func:`wide_events` for dynamic vicinities (jobs): ``wide`` is ``(labels, moments)`` from
     :func:`~nodewatch.models.syslog.dynamic.label_wide`, ``node_labels`` (nodes x moments) the label of each node
-    at each moment; ``nodes`` counts the nodes carrying the label at a moment at or above a window's floor."""
-    hi = np.zeros(node_labels.shape, bool)
-    for sg, f in zip(sgs, floors, strict=True):
-        hi |= sg >= max(f, 1.0)
+    at each moment (membership at each moment)."""
+    wb = window_bins or [1] * len(sgs)
     out = []
     for j in np.flatnonzero(wide.any(axis=1)).tolist():
-        d = np.diff(np.concatenate([[0], wide[j].astype(np.int8), [0]]))
-        for a, b in zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist(), strict=True):
-            n = ((node_labels[:, a:b] == j) & hi[:, a:b]).sum(axis=0)
-            out.append({"vicinity": names[j], "start": datetime.fromtimestamp(int(moments_ns[a]) / NS, UTC).isoformat(),
-                        "end": datetime.fromtimestamp(int(moments_ns[b - 1]) / NS, UTC).isoformat(),
-                        "nodes": int(n.max())})
+        for a, b in _runs(wide[j]):
+            out.append(_event(names[j], node_labels[:, a:b] == j, sgs, floors, a, b, moments_ns, wb, step_min))
     return out
+
+
+def events_table(events: list[dict[str, object]], static: str, variant: str) -> pa.Table:
+    """The ``syslog_vicinity_events`` rows of :func:`wide_events` / :func:`label_events` output (``static``: the
+    kind of the non-job vicinities; ``global`` without a topology)."""
+    def ts(key: str) -> pa.Array:
+        return pa.array([datetime.fromisoformat(str(e[key])) for e in events], pa.timestamp("ns", tz="UTC"))
+
+    return pa.table({
+        "vicinity": [str(e["vicinity"]) for e in events],
+        "kind": ["job" if str(e["vicinity"]).startswith("job ") else "global" if e["vicinity"] == "global" else static
+                 for e in events],
+        "start": ts("start"), "end": ts("end"), "peak": ts("peak"),
+        **{c: [e[c] for e in events] for c in ("window_min", "nodes", "live", "median_sg", "max_sg")},
+        "variant": [variant] * len(events),
+    }, schema=EVENTS_SCHEMA)
 
 
 def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, export: bool = False,
@@ -228,8 +269,9 @@ def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, expor
     vic_label = np.array(labels, object)[np.broadcast_to(vic[:, None], bins.shape)]
     peer_sel: dict[tuple[int, int], np.ndarray] = {}
     moments = d0 + (np.arange(n_win) + 1) * step_ns
-    events = [] if cfg.vicinity == "job" else wide_events(wide, labels, sgs, [m for _, m in cfg.windows()], groups,
-                                                           moments)
+    floors, wbins = [m for _, m in cfg.windows()], [kb for kb, _ in cfg.windows()]
+    events = [] if cfg.vicinity == "job" else wide_events(wide, labels, sgs, floors, groups, moments, wbins,
+                                                           cfg.step_min)
     if "job" in cfg.vicinity:
         if cfg.vicinity == "job":
             flags[:], score[:] = False, 0.0
@@ -250,8 +292,7 @@ def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, expor
         for i, w in zip(*np.nonzero(job_take & flags), strict=True):
             vic_label[i, w] = f"job {job_ids[jl[i, w]]}"
             peer_sel[(int(i), int(w))] = np.flatnonzero(jl[:, w] == jl[i, w])
-        events += label_events(jwide, jl, [f"job {j}" for j in job_ids], sgs, [m for _, m in cfg.windows()],
-                               moments)
+        events += label_events(jwide, jl, [f"job {j}" for j in job_ids], sgs, floors, moments, wbins, cfg.step_min)
     flags &= ~booting
     ni, wi = np.nonzero(flags)
     sg = np.choose(which, sgs) if len(sgs) > 1 else sgs[0]  # SG of the window that decided each (node, moment)
@@ -270,6 +311,7 @@ def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, expor
     commit = StagedCommit(store, run_id, "syslog-detect", fault="syslog")
     commit.replace_partition(FILTERS, ds, ftab)
     commit.replace_partition(ABNORMAL, ds, abnormal)
+    commit.replace_partition(EVENTS, ds, events_table(events, static, "filtered" if cfg.filtered else "raw"))
     commit.commit()
     commit.drop_removed()
     jobs = store.read_staged("jobs", columns=["state", "end_time", "node_list"])

@@ -44,10 +44,14 @@ def section_markdown(shared: dict[str, Any], counts: dict[str, int] | None = Non
     ev = shared.get("vicinity_events", [])
     if ev:
         out += ["", f"### Vicinity-wide events ({len(ev)}: the vicinity departed as a whole, no node alarm)", "",
-                "| vicinity | from (UTC) | to (UTC) | nodes at the floor |", "|---|---|---|---|"]
-        for e in ev[:limit]:
+                "| vicinity | from (UTC) | to (UTC) | nodes at the floor | live | median SG | max SG | window |",
+                "|---|---|---|---|---|---|---|---|"]
+        for e in sorted(ev, key=lambda e: -int(e["nodes"]))[:limit]:
             out.append(f"| {md(e['vicinity'])} | {md(str(e['start'])[:16])} | {md(str(e['end'])[:16])} | "
-                       f"{int(e['nodes'])} |")
+                       f"{int(e['nodes'])} | {md(e.get('live', ''))} | {md(e.get('median_sg', ''))} | "
+                       f"{md(e.get('max_sg', ''))} | {md(e.get('window_min', ''))} min |")
+        if len(ev) > limit:
+            out.append(f"\n{len(ev) - limit} more in {md_code('staged/syslog_vicinity_events')}")
     outs = shared.get("outages", [])
     fails = [o for o in outs if o.get("regular_failure")]
     out += ["", f"### Outages ({len(outs)}, {len(fails)} regular failures)", ""]

@@ -107,5 +107,10 @@ def test_job_wide_burst_is_one_job_event_not_node_alarms(tmp_path):
     assert first == T0 + timedelta(hours=3, minutes=10) and off.vicinity_events == []
     on = analyse_day(st, DAY, new_run_id("t", {}), SyslogSettings(vicinity="job", filtered=False))
     assert on.abnormal.num_rows == 0
-    assert [(e["vicinity"], e["start"], e["nodes"]) for e in on.vicinity_events] == [
-        ("job X", "2026-03-02T03:10:00+00:00", 3)]
+    # peak: the 30-min window (judged first) at 03:15 ([02:45, 03:15): 3 ticks + 15 lines = 18 for the three, 3 for
+    # the five others): live 8, median 3, max 18
+    assert [(e["vicinity"], e["start"], e["nodes"], e["peak"], e["window_min"], e["live"], e["median_sg"], e["max_sg"])
+            for e in on.vicinity_events] == [("job X", "2026-03-02T03:10:00+00:00", 3, "2026-03-02T03:15:00+00:00",
+                                              30, 8, 3.0, 18)]
+    ev = st.read_staged("syslog_vicinity_events", dates=["2026-03-02"]).to_pylist()
+    assert [(e["vicinity"], e["kind"], e["nodes"]) for e in ev] == [("job X", "job", 3)]

@@ -179,6 +179,11 @@ def test_section_markdown_escapes_data():
     assert "<b>" not in text and "](http" not in text and "cn\\|01" in text
     assert "| 9.5 |" in text and "(1, 1 regular failures)" in text and "1,000 lines" in text
     assert "No node departed" in section_markdown({"abnormal": {}, "outages": []})
+    ev = {"vicinity": "job <i>7</i>", "start": "2026-01-02T03:10:00+00:00", "end": "2026-01-02T03:15:00+00:00",
+          "nodes": 3, "peak": "2026-01-02T03:15:00+00:00", "window_min": 30, "live": 8, "median_sg": 3.0, "max_sg": 18}
+    text = section_markdown({"abnormal": {}, "outages": [], "vicinity_events": [ev]})
+    assert "### Vicinity-wide events (1:" in text and "<i>" not in text
+    assert "| 2026-01-02T03:10 | 2026-01-02T03:15 | 3 | 8 | 3.0 | 18 | 30 min |" in text
 
 
 @pytest.mark.slow

@@ -104,8 +104,15 @@ def test_product_reports_a_vicinity_event_instead_of_node_alarms(tmp_path):
     assert off.vicinity_events == []
     on = analyse_day(st, day, new_run_id("t", {}), SyslogSettings(filtered=False, extra_windows=[(10, 8.0)]))
     assert on.abnormal.num_rows == 0
+    # peak 03:10 in the 10-min window (the 30-min one never reaches its floor): SG 10 x4, 1 x4 -> median 5.5
     assert on.vicinity_events == [{"vicinity": "global", "start": "2026-03-02T03:10:00+00:00",
-                                   "end": "2026-03-02T03:15:00+00:00", "nodes": 4}]
+                                   "end": "2026-03-02T03:15:00+00:00", "nodes": 4,
+                                   "peak": "2026-03-02T03:10:00+00:00", "window_min": 10, "live": 8,
+                                   "median_sg": 5.5, "max_sg": 10}]
+    # stored per run through the commit protocol, with the abnormal rows; a re-run of the day replaces them
+    ev = st.read_staged("syslog_vicinity_events", dates=["2026-03-02"]).to_pylist()
+    assert [(e["vicinity"], e["kind"], e["start"], e["end"], e["nodes"], e["median_sg"], e["variant"]) for e in ev] == [
+        ("global", "global", t0 + timedelta(hours=3, minutes=10), t0 + timedelta(hours=3, minutes=15), 4, 5.5, "raw")]
     assert on.counts["vicinity_events"] == 1
     assert on.shared()["vicinity_events"] == on.vicinity_events
 
@@ -129,3 +136,4 @@ def test_product_reboots_are_no_vicinity_event(tmp_path):
     res = analyse_day(st, t0.date(), new_run_id("t", {}), SyslogSettings(filtered=False, extra_windows=[(10, 8.0)]))
     assert res.abnormal.num_rows == 0
     assert res.vicinity_events == []
+    assert st.read_staged("syslog_vicinity_events", dates=["2026-03-02"]).num_rows == 0
