@@ -39,9 +39,22 @@ import numpy as np
 from nodewatch.models.syslog.vicinity import two_means_threshold
 
 
-def sliding_sg(bins: np.ndarray, k: int) -> np.ndarray:
-    """Eq. S1: ``SG[:, t]`` = sum of bins ``t-k+1 .. t`` of each row (the first ``k-1`` moments see fewer bins)."""
+def line_counts(bins: np.ndarray) -> np.ndarray:
+    """``bins`` as line counts (int64): a bin that is not a finite non-negative number (NaN, inf, negative: not a
+    count of lines) is 0, a fractional one is rounded down; one bad bin never poisons the rest of its row."""
     b = np.asarray(bins)
+    if b.dtype.kind in "iub":
+        return np.maximum(b.astype(np.int64, copy=False), 0)
+    f = np.asarray(b, np.float64)
+    ok = np.isfinite(f) & (f > 0)
+    return np.where(ok, np.floor(np.where(ok, f, 0.0)), 0.0).astype(np.int64)
+
+
+def sliding_sg(bins: np.ndarray, k: int) -> np.ndarray:
+    """Eq. S1: ``SG[:, t]`` = sum of bins ``t-k+1 .. t`` of each row (the first ``k-1`` moments see fewer bins;
+    ``k`` longer than the row: every moment sees the whole row up to it). Bins pass :func:`line_counts` first."""
+    b = line_counts(bins)
+    k = max(int(k), 1)
     c = np.cumsum(b, axis=1, dtype=np.int64)
     out = c.copy()
     out[:, k:] = c[:, k:] - c[:, :-k]
