@@ -137,3 +137,52 @@ def test_product_reboots_are_no_vicinity_event(tmp_path):
     assert res.abnormal.num_rows == 0
     assert res.vicinity_events == []
     assert st.read_staged("syslog_vicinity_events", dates=["2026-03-02"]).num_rows == 0
+
+
+def test_events_and_alarms_are_published_together_or_not_at_all(tmp_path):
+    # run A (default) publishes 1 global event and no alarm (the store of the test above); run B (rule off: 4 alarms,
+    # no event) is SIGKILLed just before its syslog-detect commit (the 2nd "syslog" commit of the run, after the
+    # templates'): readers still see A's event and A's empty alarms, never B's parts; run C (rule off) replaces A's.
+    import os
+    import signal
+    import time
+
+    from syslog_cap_helpers import stage_syslog
+
+    from nodewatch.tasks.core.faults import FAULT_ENV
+    from nodewatch.tasks.core.runs import new_run_id
+    from nodewatch.tasks.core.store import Store
+    from nodewatch.tasks.syslog.detect import analyse_day
+
+    t0 = datetime(2026, 3, 2, tzinfo=UTC)
+    rows = [(t0 + timedelta(hours=2, minutes=10 * j), f"n{i:02d}", "app", f"tick {i}") for i in range(1, 9)
+            for j in range(24)]
+    rows += [(t0 + timedelta(hours=3, minutes=k), f"n{i:02d}", "kernel", f"EDAC MC0: CE error {k}")
+             for i in range(1, 5) for k in range(9)]
+    st = Store(str(tmp_path / "store"))
+    stage_syslog(st, rows)
+    day, ds = t0.date(), "2026-03-02"
+    analyse_day(st, day, new_run_id("a", {}), SyslogSettings(filtered=False))
+    off = SyslogSettings(filtered=False, wide_interval_min=0)
+    run_b = new_run_id("b", {})
+    pid = os.fork()
+    if pid == 0:  # the child: run B, killed by the fault point before its detect commit
+        try:
+            os.environ[FAULT_ENV] = "syslog:before-commit:2"
+            analyse_day(st, day, run_b, off)
+        finally:
+            os._exit(3)  # not reached when the fault point fires
+    deadline = time.monotonic() + 120
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            raise AssertionError("child run did not finish")
+        time.sleep(0.05)
+    assert os.WIFSIGNALED(done[1]) and os.WTERMSIG(done[1]) == signal.SIGKILL
+    written = [str(p) for p in (tmp_path / "store" / "staged").rglob(f"*{run_b}*")]
+    assert any("syslog_vicinity_events" in p for p in written) and any("syslog_abnormal" in p for p in written)
+    assert st.read_staged("syslog_vicinity_events", dates=[ds]).num_rows == 1
+    assert st.read_staged("syslog_abnormal", dates=[ds]).num_rows == 0
+    analyse_day(st, day, new_run_id("c", {}), off)
+    assert st.read_staged("syslog_vicinity_events", dates=[ds]).num_rows == 0
+    assert st.read_staged("syslog_abnormal", dates=[ds]).num_rows == 4
