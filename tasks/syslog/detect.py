@@ -77,6 +77,8 @@ class DayResult:
     """Per ``abnormal`` row: the live nodes of its vicinity in that window."""
     vicinity_events: list[dict[str, object]] = field(default_factory=list)
     """Vicinity-wide events (Eq. S3, :func:`wide_events`): a vicinity that departed as a whole, not node alarms."""
+    commit: str | None = None
+    """Key of the ``syslog-detect`` commit object that published the night's filters, alarms and events."""
 
     def shared(self) -> dict[str, object]:
         """The ``ctx.shared["syslog"]`` contract: the highest-scoring abnormal window per node, and the outages."""
@@ -312,7 +314,7 @@ def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, expor
     commit.replace_partition(FILTERS, ds, ftab)
     commit.replace_partition(ABNORMAL, ds, abnormal)
     commit.replace_partition(EVENTS, ds, events_table(events, static, "filtered" if cfg.filtered else "raw"))
-    commit.commit()
+    commit_key = commit.commit()
     commit.drop_removed()
     jobs = store.read_staged("jobs", columns=["state", "end_time", "node_list"])
     resv = store.read_staged("reservations")
@@ -325,6 +327,7 @@ def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, expor
                           racks=racks)
     res = DayResult(ds, tr, filt, abnormal, outs)
     res.vicinity_events = events
+    res.commit = commit_key
     for i, w in zip(ni.tolist(), wi.tolist(), strict=True):
         g = peer_sel.get((i, w), groups[vic[i]])
         x = sgs[which[i, w]][g, w]  # the vicinity in the same window length

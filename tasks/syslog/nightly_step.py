@@ -34,7 +34,8 @@ def run(ctx: StepContext) -> dict[str, Any]:
     details = (f"{c['rows']:,} lines, {c['templates']} templates ({c.get('templates_new_templates', 0)} new, "
                f"{c.get('templates_overflow', 0)} overflow lines), {c['filtered_templates']} filtered, "
                f"{c['abnormal_nodes']} abnormal nodes ({c['abnormal_windows']} windows), {failures} syslog failures")
-    return {"status": "ok", "details": details, "syslog": {**c, "export": res.export, "report_section": sec_path}}
+    return {"status": "ok", "details": details,
+            "syslog": {**c, "export": res.export, "report_section": sec_path, "detect_commit": res.commit}}
 
 
 STEP = NightlyStep(name="syslog", run=run, order=10,

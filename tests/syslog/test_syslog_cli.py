@@ -147,6 +147,10 @@ def test_nightly_step_contract(store):
     ctx = StepContext(store=store, day=date(2026, 1, 2), settings=settings, rec=rec, run_id=rec.run_id)
     row = step.run(ctx)
     assert row["status"] == "ok" and "templates" in row["details"]
+    # the run's row names the commit object that published its filters, alarms and vicinity events (one version)
+    commit = json.loads(store.fs.cat_file(store.path(row["syslog"]["detect_commit"])))
+    assert commit["run_id"] == rec.run_id and commit["label"] == "syslog-detect"
+    assert {k.split("/")[1] for k in commit["add"]} == {"syslog_filters", "syslog_abnormal", "syslog_vicinity_events"}
     sh = ctx.shared["syslog"]
     assert {"abnormal", "outages"} <= set(sh) and isinstance(sh["outages"], list)
     for v in sh["abnormal"].values():  # the fuse step reads score, vicinity, window_end; the report the evidence
