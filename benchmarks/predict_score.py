@@ -35,18 +35,12 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=1000)
     ap.add_argument("--render", type=int, default=50)
     ap.add_argument("--baseline-nodes", type=int, default=1)
-    ap.add_argument("--voter-steps", type=int, default=None, help="default: VOTER_STEPS of tasks/predict/evaluate.py")
     a = ap.parse_args()
-    if a.voter_steps is None:
-        from nodewatch.tasks.predict.evaluate import VOTER_STEPS
-
-        a.voter_steps = VOTER_STEPS
     torch.set_num_threads(1)  # the goal is stated for ONE torch thread (the docstring said so; it used to run 2)
 
     from nodewatch.models.predict.ensemble import LeadTimeEnsemble, fit_lstm_voter
     from nodewatch.models.predict.features import FEATURES, LEADS_MIN, window_features
     from nodewatch.tasks.predict.dataset import PREDICTOR_METRICS, _render
-    from nodewatch.tasks.predict.evaluate import VOTER_STRIDE_S
     from nodewatch.tasks.predict.registry import LoadedPredictor
     from nodewatch.tasks.predict.score import score_node
     from nodewatch.tasks.simulate.config import SimConfig
@@ -62,11 +56,7 @@ def main() -> None:
     x = g.normal(size=(400, 6, 70)).astype(np.float32)
     y = np.r_[np.ones(40), np.zeros(360)].astype(np.int64)
     ens = LeadTimeEnsemble(epochs=5).fit(x, y)
-    # the LSTM voter of issue 18's sixth pass: the six outputs at K successive predictions (--voter-steps 0: the old one)
-    lo = ens.predict_logodds(x)
-    k = a.voter_steps
-    voter = fit_lstm_voter(np.repeat(lo[:, None], k, axis=1) if k else lo, y, epochs=5, stride_s=VOTER_STRIDE_S)
-    print("voter: " + (f"K = {k} steps {VOTER_STRIDE_S:g} s apart" if k else "old (one prediction as 6 steps)"))
+    voter = fit_lstm_voter(ens.predict_logodds(x), y, epochs=5)
     params = {"step_s": 15, "metrics": list(PREDICTOR_METRICS)}
     pred = LoadedPredictor(run_id="bench", ensemble=ens, voter=voter, params=params)
 

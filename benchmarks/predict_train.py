@@ -18,8 +18,6 @@ Prints ``ratio=<baseline s / batched s>``. Usage::
 
     .venv/bin/python benchmarks/predict_train.py [--nodes 1000 --days 60 --node-days 400 --stride 4 --seeds 1,2,3]
         [--cache /tmp/predict-bench]   # keeps each seed's arrays as .npy files (memory-mapped on reuse)
-        [--voter-steps 4 --voter-stride-s 60]   # the LSTM voter's K successive predictions (0: the old voter)
-        [--time-fit]   # one whole fit (networks, cross-fits, voter) on the first seed
 """
 
 from __future__ import annotations
@@ -117,32 +115,6 @@ def _seed_data(a: argparse.Namespace, seed: int) -> tuple:
     return _seed_data(a, seed)
 
 
-def _attach_prev(a: argparse.Namespace, seed: int, pos, back: int, stride_s: float):
-    """The failures' earlier prediction steps (``x_prev``, for the LSTM voter), built or read from ``--cache``."""
-    from nodewatch.models.predict.features import window_steps
-    from nodewatch.tasks.predict.dataset import failure_sequences
-    from nodewatch.tasks.simulate.config import SimConfig
-    from nodewatch.tasks.simulate.schedule import build_schedule
-
-    cfg = SimConfig(n_nodes=a.nodes, step_s=15, seed=seed, precursor_share=a.precursor_share,
-                    **({} if a.precursor_strength is None else {"precursor_strength": a.precursor_strength}))
-    tag = (f"n{a.nodes}-d{a.days}-ps{cfg.precursor_share:g}-str{cfg.precursor_strength:g}-s{seed}"
-           f"-prev-b{back}-st{stride_s:g}")
-    f = Path(a.cache) / f"{tag}.npy" if a.cache else None
-    if f is not None and f.exists():
-        xp = np.load(f, mmap_mode="r")
-    else:
-        t = time.perf_counter()
-        fs = failure_sequences(build_schedule(cfg, a.days), window_steps(15), back=back, stride_s=stride_s)
-        if not np.array_equal(fs.group, pos.group):
-            raise SystemExit(f"seed {seed}: failures of the cache and of the simulator differ")
-        xp = fs.x_prev
-        print(f"seed {seed}: failures' {back} earlier steps ({stride_s:g} s apart) {time.perf_counter() - t:.1f} s")
-        if f is not None:
-            np.save(f, xp)
-    return dataclasses.replace(pos, x_prev=xp, prev_stride_s=float(stride_s))
-
-
 def main() -> None:
     """Run the benchmark and print the figures and ``ratio=``."""
     ap = argparse.ArgumentParser()
@@ -161,13 +133,6 @@ def main() -> None:
                     help="epoch negatives uniform (before issue 18's stratified hard negatives)")
     ap.add_argument("--voter-no-hard", action="store_true",
                     help="the LSTM voter never sees a hard negative (before issue 18's fifth pass)")
-    ap.add_argument("--voter-steps", default=None,
-                    help="K successive prediction steps the LSTM voter reads (0: the voter before issue 18's sixth pass); "
-                         "a comma list trains one voter per K and keeps the best on its own validation split")
-    ap.add_argument("--voter-stride-s", type=float, default=None, help="seconds between the steps (default 60)")
-    ap.add_argument("--time-fit", action="store_true", help="time one whole fit (networks, cross-fits, voter) on the "
-                    "first seed")
-    ap.add_argument("--fit-only", action="store_true", help="stop after --time-fit (no rounds)")
     a = ap.parse_args()
 
     from nodewatch.models.predict.ensemble import LeadTimeEnsemble
@@ -179,15 +144,6 @@ def main() -> None:
     print(f"load: {os.getloadavg()} on {os.cpu_count()} cores; torch threads {torch.get_num_threads()}")
     seeds = [int(s) for s in a.seeds.split(",")]
     data = {s: _seed_data(a, s) for s in seeds}
-    from nodewatch.tasks.predict.evaluate import VOTER_STEPS, VOTER_STRIDE_S, fit_ensemble_and_voter
-
-    steps = tuple(int(k) for k in a.voter_steps.split(",")) if a.voter_steps else (VOTER_STEPS,)
-    stride_s = VOTER_STRIDE_S if a.voter_stride_s is None else a.voter_stride_s
-    if max(steps) > 1:
-        data = {s: (_attach_prev(a, s, d[0], max(steps) - 1, stride_s), d[1], d[2]) for s, d in data.items()}
-    vsteps = steps if len(steps) > 1 else steps[0]
-    print(f"LSTM voter input: {'six outputs of one prediction as a 6-step sequence (old)' if steps == (0,) else ''}"
-          f"{'' if steps == (0,) else f'K = {steps} successive predictions, {stride_s:g} s apart, six outputs each'}")
     for s, (pos, neg, hard) in data.items():
         print(f"seed {s}:")
         print(summary(pos, neg).to_string(index=False))
@@ -226,38 +182,21 @@ def main() -> None:
         line += f", baseline (six sequential nn.Sequential) {base:.2f} s wall ({time.process_time() - c:.2f} s CPU)"
     print(f"{line}; goal <= 600 s: {'met' if batched <= 600 else 'NOT met'}; load {os.getloadavg()[0]:.1f}")
     del x, y, g, pre, tr
-    if a.time_fit:
-        t, c = time.perf_counter(), time.process_time()
-        fit_ensemble_and_voter(pos, neg, hard=hard, epochs=a.epochs, stratify=not a.no_stratify,
-                               voter_hard=not a.voter_no_hard, voter_steps=vsteps, voter_stride_s=stride_s)
-        print(f"whole fit (networks, cross-fits, voter) on seed {seeds[0]}: {time.perf_counter() - t:.1f} s wall "
-              f"({time.process_time() - c:.1f} s CPU); goal <= 600 s; load {os.getloadavg()[0]:.1f}")
-        if a.fit_only:
-            return
 
     p_e, _ = event_probability(int(np.mean([len(d[0].y) for d in data.values()])), a.nodes * a.days * 86400 // 15)
     rounds = [(s, seeds[(i + 1) % len(seeds)]) for i, s in enumerate(seeds)] if len(seeds) > 1 else [(seeds[0], seeds[0])]
     t = time.perf_counter()
-    cv = held_out_rounds(data, rounds, epochs=a.epochs, stratify=not a.no_stratify, voter_hard=not a.voter_no_hard,
-                         voter_steps=vsteps, voter_stride_s=stride_s)
+    cv = held_out_rounds(data, rounds, epochs=a.epochs, stratify=not a.no_stratify, voter_hard=not a.voter_no_hard)
     print("LSTM voter: " + ("random node-days only" if a.voter_no_hard else "random node-days + cross-fitted outputs on "
                             "the hard node-days (stratified loss); threshold on random validation node-days"))
     print(f"epoch negatives: {'uniform' if a.no_stratify else 'stratified (anomaly kind x node load, half of each epoch)'}")
     print(f"Monte-Carlo rounds (train seed -> test seed {rounds}): {time.perf_counter() - t:.1f} s; P(E) = {p_e:.3g}; "
           f"load {os.getloadavg()[0]:.1f}")
-    for r in cv[cv.scheme == "lstm@6NN"].to_dict(orient="records"):
-        print(f"  round {r['round']} voter K {r['voter_steps']}, validation tpr {r['voter_val_tpr']:.3f}"
-              + (f", candidates {r['voter_selection']}" if r["voter_selection"] not in ("", "{}") else ""))
     for r in cv.to_dict(orient="records"):
         print(f"  round {r['round']} seed {r['train_seed']}->{r['test_seed']} {r['scheme']:14s} tpr {r['tpr']:.3f} "
               f"(precursor failures {r['tpr_precursor']:.3f}) fpr {r['fpr']:.2e} fp {r['fp']} on "
               f"{r['fp_node_days']}/{r['ok_node_days']} node-days, {r['fp_anomaly']} inside an anomaly"
               + (f" ({r['fp_by_kind']})" if r["fp"] else ""))
-    for name in sorted(n for n in cv.scheme.unique() if n.startswith("lstm@6NN K=")):  # development candidates
-        c = cv[cv.scheme == name]
-        print(f"candidate {name}: pooled fpr {c.fp.sum() / (c.fp.sum() + c.tn.sum()):.2e}, tpr (precursor failures) "
-              f"{c.tp_precursor.sum() / c.precursor_failures.sum():.3f}, per round fpr "
-              + " / ".join(f"{v:.2e}" for v in c.fpr) + ", tpr " + " / ".join(f"{v:.3f}" for v in c.tpr_precursor))
     fps = fps_table(cv, p_e)
     print(fps_markdown(fps))
     ours = {r["scheme"]: r for r in fps.to_dict(orient="records") if r["source"].startswith("nodewatch")}

@@ -13,13 +13,9 @@ Voting:
   classifies positive; the first ``k`` networks (7, 6, ... minutes) give the ``kNN`` rows of
   Table 4.1 c) (:func:`unanimous`);
 * **LSTM** (Fig. 4.5): the thesis's LSTM has "six inputs (one per base NN), 4 hidden neurons and two
-  output neurons" and "learns the sequence of positive classifications" of successive predictions (a new
-  classification sequence "can be started at a rate of 15 seconds and this can be modified to how far apart
-  final predictions should be", sec. 4.2.3). Since issue 18's sixth pass it reads exactly that: at each of
-  ``K`` successive prediction steps (``stride_s`` apart, oldest first) the 6-vector of the six networks'
-  outputs (:func:`history_index`, :func:`voter_sequences`), 4 hidden units and a two-way softmax on the last
-  state (:class:`LSTMVoter` with ``n_in=6``). Before (``VoterFit.steps == 0``, still loadable) it read the six
-  outputs of *one* prediction as a 6-step sequence of one input each. The outputs enter as log-odds (:func:`voter_inputs`), not as
+  output neurons"; we feed it the six networks' outputs as a sequence in lead order (7 -> 2 minutes, one
+  per step, as the networks classify one after the other), 4 hidden units and a two-way softmax on the
+  last state (:class:`LSTMVoter`). The outputs enter as log-odds (:func:`voter_inputs`), not as
   probabilities: float32 probabilities saturate at exactly 1.0, so every strong positive and every
   persistent false alarm gave the voter the same input and the same score, and a threshold above that
   tied score (needed for a tiny validation fpr) gave tpr 0 on test. Its threshold is chosen from its ROC
@@ -58,19 +54,17 @@ class BatchedMLP(nn.Module):
 
 
 class LSTMVoter(nn.Module):
-    """LSTM voter, 4 hidden units, 2 outputs: ``n_in=6`` reads (N, K, 6) (the six outputs at K successive prediction
-    steps, sec. 4.3: "six inputs (one per base NN)"); ``n_in=1`` (before issue 18's sixth pass) reads (N, 6), the six
-    outputs of one prediction as a 6-step sequence."""
+    """LSTM over the six failure probabilities (one per step, lead 7 -> 2 min), 4 hidden units, 2 outputs."""
 
-    def __init__(self, hidden: int = VOTER_HIDDEN, seed: int = 0, n_in: int = 1) -> None:
+    def __init__(self, hidden: int = VOTER_HIDDEN, seed: int = 0) -> None:
         super().__init__()
         torch.manual_seed(seed)
-        self.lstm = nn.LSTM(input_size=n_in, hidden_size=hidden, batch_first=True)
+        self.lstm = nn.LSTM(input_size=1, hidden_size=hidden, batch_first=True)
         self.out = nn.Linear(hidden, 2)
 
     def forward(self, p: torch.Tensor) -> torch.Tensor:
-        """Logits (N, 2) for inputs (N, K, n_in), or (N, L) when ``n_in == 1``."""
-        h, _ = self.lstm(p.unsqueeze(-1) if p.ndim == 2 else p)
+        """Logits (N, 2) for probabilities (N, L)."""
+        h, _ = self.lstm(p.unsqueeze(-1))
         return self.out(h[:, -1])
 
 
@@ -281,106 +275,11 @@ class VoterFit:
     model: LSTMVoter
     threshold: float
     input: str = "logodds"
-    steps: int = 0
-    """``K`` successive prediction steps per decision (inputs (N, K, 6), :func:`voter_sequences`); 0 = the voter
-    before issue 18's sixth pass (inputs (N, 6), the six outputs of one prediction as a 6-step sequence)."""
-    stride_s: float = 0.0
-    """Seconds between the ``K`` prediction steps (0 when ``steps == 0``)."""
-    val_tpr: float = float("nan")
-    """Recall at ``threshold`` on the voter's own validation failures (training data; NaN when not known)."""
-    selection: dict[int, float] = field(default_factory=dict)
-    """When K was chosen among candidates: validation recall per candidate K."""
-    candidates: list[VoterFit] = field(default_factory=list, repr=False)
-    """When K was chosen among candidates: every candidate's fit (for development rounds; not registered)."""
 
     def score(self, logodds: np.ndarray) -> np.ndarray:
-        """The voter's P(failure) for the networks' log-odds: (N, K, 6) when ``steps > 0``, else (N, 6).
-
-        An earlier step that is not finite is replaced by the next newer one (:func:`fill_back`); a row whose current
-        (last) step is not finite scores 0 (no decision without the current prediction).
-        """
-        lo = np.asarray(logodds, np.float32)
-        want = 3 if self.steps else 2
-        if lo.ndim != want or (self.steps and lo.shape[1] != self.steps):
-            shape = f"(N, {self.steps}, 6)" if self.steps else "(N, 6)"
-            raise ValueError(f"this voter reads network outputs {shape}, got {lo.shape}")
-        if not self.steps:
-            inp = voter_inputs(lo) if self.input == "logodds" else logodds_to_proba(lo)
-            return voter_scores(self.model, inp)
-        lo = fill_back(lo)
-        ok = np.isfinite(lo[:, -1]).all(axis=1)
-        out = np.zeros(len(lo))
-        if ok.any():
-            out[ok] = voter_scores(self.model, voter_inputs(lo[ok]))
-        return out
-
-
-def history_index(group: np.ndarray, time_s: np.ndarray, steps: int, stride_s: float) -> np.ndarray:
-    """Rows of the ``steps`` successive prediction steps ending at each row: (N, K), oldest first, -1 where absent.
-
-    Step ``k`` of row ``i`` is the row of the same ``group`` (a node-day) whose anchor time is
-    ``time_s[i] - (K - 1 - k) * stride_s`` (to 1 ms); the last column is the row itself. Sec. 4.2.3: a new
-    classification sequence starts every 15 s ("can be modified to how far apart final predictions should be"); the
-    LSTM voter reads the six outputs of ``K`` of them (Fig. 4.5).
-    """
-    g = np.asarray(group)
-    t = np.asarray(time_s, np.float64)
-    if steps < 1 or not stride_s > 0 or len(g) != len(t):
-        raise ValueError(f"need steps >= 1, stride_s > 0 and one time per group entry, got {steps}, {stride_s}")
-    n = len(g)
-    out = np.full((n, steps), -1, np.int64)
-    out[:, -1] = np.arange(n)
-    if steps == 1 or n == 0:
-        return out
-    _, code = np.unique(g, return_inverse=True)
-    tmin = np.full(code.max() + 1, np.inf)
-    np.minimum.at(tmin, code, t)
-    rel = t - tmin[code]
-    span = float(rel.max()) + steps * stride_s + 1.0  # a query never reaches another group's range
-    key = code * span + rel
-    order = np.argsort(key, kind="stable")
-    sk = key[order]
-    for k in range(steps - 1):
-        q = key - (steps - 1 - k) * stride_s
-        pos = np.minimum(np.searchsorted(sk, q - 1e-3), n - 1)
-        hit = np.abs(sk[pos] - q) <= 1e-3
-        out[hit, k] = order[pos[hit]]
-    return out
-
-
-def fill_back(seq: np.ndarray) -> np.ndarray:
-    """(N, K, L) with every step holding a non-finite value replaced by the next newer step (oldest first).
-
-    A node with fewer earlier predictions than ``K`` (the first minutes of its telemetry, a gap, a failure's earlier
-    steps outside the data) thus repeats its oldest known prediction; the current step is never changed.
-    """
-    out = np.array(seq, np.float32, copy=True)
-    for k in range(out.shape[1] - 2, -1, -1):
-        bad = ~np.isfinite(out[:, k]).all(axis=1)
-        out[bad, k] = out[bad, k + 1]
-    return out
-
-
-def voter_sequences(logodds: np.ndarray, index: np.ndarray, prev: np.ndarray | None = None) -> np.ndarray:
-    """The LSTM voter's inputs (N, K, L): the networks' log-odds (M, L) at the rows of ``index`` (N, K) (-1: absent).
-
-    ``prev`` (N, K - 1, L), optional: log-odds of the earlier steps computed elsewhere (a failure's earlier
-    predictions, which are not rows of the data set), used where ``index`` is -1; what is still absent repeats the
-    next newer step (:func:`fill_back`).
-    """
-    lo = np.asarray(logodds, np.float32)
-    idx = np.asarray(index, np.int64)
-    out = np.full((*idx.shape, lo.shape[1] if lo.ndim == 2 else 6), np.nan, np.float32)
-    m = idx >= 0
-    out[m] = lo[idx[m]]
-    if prev is not None and idx.shape[1] > 1:
-        pv = np.asarray(prev, np.float32)
-        if pv.shape != (idx.shape[0], idx.shape[1] - 1, out.shape[2]):
-            raise ValueError(f"prev must be {(idx.shape[0], idx.shape[1] - 1, out.shape[2])}, got {pv.shape}")
-        head = out[:, :-1]
-        miss = ~m[:, :-1]
-        head[miss] = pv[miss]
-    return fill_back(out)
+        """The voter's P(failure) for the networks' log-odds (N, L)."""
+        inp = voter_inputs(logodds) if self.input == "logodds" else logodds_to_proba(logodds)
+        return voter_scores(self.model, inp)
 
 
 def _group_split(n: int, groups: np.ndarray | None, rng: np.random.Generator, share: float) -> tuple[np.ndarray, np.ndarray]:
@@ -396,12 +295,18 @@ def _group_split(n: int, groups: np.ndarray | None, rng: np.random.Generator, sh
 
 
 def threshold_at_fpr(scores_neg: np.ndarray, target_fpr: float) -> float:
-    """Lowest threshold ``t`` (decision ``score >= t``) with ``fpr <= target_fpr`` on the negatives' scores."""
-    neg = np.sort(np.asarray(scores_neg, np.float64))[::-1]
+    """Lowest threshold ``t`` (decision ``score >= t``) with ``fpr <= target_fpr`` on the negatives' scores.
+
+    ``t`` is the next value above a score *in the scores' own precision*: float32 scores compared with a float64
+    ``t`` one float64 ulp above them round it back to the score (NumPy casts the Python float to float32), so the
+    negative meant to be excluded, and every score tied with it, fired (issue 18, sixth pass).
+    """
+    a = np.asarray(scores_neg)
+    neg = np.sort(a.astype(a.dtype if a.dtype in (np.float32, np.float64) else np.float64))[::-1]
     allowed = int(np.floor(target_fpr * len(neg)))
     if allowed >= len(neg):
         return 0.0
-    return float(np.nextafter(neg[allowed], np.inf))
+    return float(np.nextafter(neg[allowed], neg.dtype.type(np.inf)))
 
 
 def stratified_weights(y: np.ndarray, strata: np.ndarray, neg_per_pos: float = 10.0, share: float = 0.5) -> np.ndarray:
@@ -441,13 +346,8 @@ def fit_lstm_voter(
     groups: np.ndarray | None = None,
     strata: np.ndarray | None = None,
     natural: np.ndarray | None = None,
-    stride_s: float = 0.0,
 ) -> VoterFit:
-    """Train the LSTM voter on the networks' log-odds; 60 % fit, 40 % pick the threshold.
-
-    ``logodds`` (N, K, 6): the six outputs at ``K`` successive prediction steps ``stride_s`` apart, oldest first
-    (:func:`voter_sequences`, the thesis's construction); (N, 6): one prediction's outputs as a 6-step sequence
-    (the voter before issue 18's sixth pass).
+    """Train the LSTM voter on the networks' log-odds (N, L) in sequence order; 60 % fit, 40 % pick the threshold.
 
     The split is by ``groups`` (failure event / ok node-day) when given, so the threshold is chosen on node-days
     the voter never saw, as it will be applied. The threshold is the lowest with validation ``fpr <= target_fpr``
@@ -461,10 +361,10 @@ def fit_lstm_voter(
     """
     z = voter_inputs(logodds)
     y = np.asarray(y, np.int64)
-    if z.ndim not in (2, 3) or len(z) != len(y) or y.sum() < 2:
-        raise ValueError("need network outputs (N, L) or (N, K, L) and labels with at least two failures")
-    if not np.isfinite(z).all():
-        raise ValueError("network outputs contain NaN: fill absent prediction steps first (voter_sequences)")
+    if z.ndim != 2 or len(z) != len(y) or y.sum() < 2:
+        raise ValueError("need network outputs (N, L) and labels with at least two failures")
+    if np.isnan(z).any():
+        raise ValueError("network outputs contain NaN: the voter cannot learn from them")
     rng = np.random.default_rng(seed)
     nat = np.ones(len(y), bool) if natural is None else np.asarray(natural, bool)
     idx = np.flatnonzero(nat)
@@ -472,7 +372,7 @@ def fit_lstm_voter(
     if y[idx[tr]].sum() == 0 or y[idx[va]].sum() == 0 or (y[idx[va]] == 0).sum() == 0:
         tr, va = _group_split(len(idx), None, rng, 0.6)
     tr, va = (idx[tr] if nat.all() else np.sort(np.r_[idx[tr], np.flatnonzero(~nat)])), idx[va]
-    model = LSTMVoter(seed=seed, n_in=1 if z.ndim == 2 else z.shape[2])
+    model = LSTMVoter(seed=seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     xt, yt = torch.from_numpy(z[tr]), torch.from_numpy(y[tr])
     if strata is None or not (np.asarray(strata)[tr] >= 0).any():  # no hard stratum: the plain 10:1 class weight
@@ -491,10 +391,7 @@ def fit_lstm_voter(
         loss.backward()
         opt.step()
     s = voter_scores(model, z[va])
-    steps = z.shape[1] if z.ndim == 3 else 0
-    thr = threshold_at_fpr(s[y[va] == 0], target_fpr)
-    return VoterFit(model=model, threshold=thr, steps=steps, stride_s=float(stride_s) if steps else 0.0,
-                    val_tpr=float((s[y[va] == 1] >= thr).mean()))
+    return VoterFit(model=model, threshold=threshold_at_fpr(s[y[va] == 0], target_fpr))
 
 
 def voter_scores(model: LSTMVoter, inputs: np.ndarray, batch: int = 500_000) -> np.ndarray:

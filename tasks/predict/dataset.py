@@ -70,11 +70,6 @@ class Sequences:
     hard: np.ndarray | None = None
     """Per sequence: True if it comes from a node-day drawn *because* it holds an anomaly (a hard negative, training
     only: such node-days are over-represented, so rates on them are not the machine's rates)."""
-    x_prev: np.ndarray | None = None
-    """Failures only (optional): inputs (N, B, L, 70) of the B prediction steps before the anchor, newest first
-    (``x_prev[:, j - 1]`` is anchored ``j * prev_stride_s`` earlier; NaN outside the telemetry). The LSTM voter reads
-    the networks' outputs of successive predictions (Fig. 4.5); ok node-days hold theirs as rows of the data set."""
-    prev_stride_s: float = 0.0
 
 
 def _render(sched: Schedule, nodes: np.ndarray, day: int) -> tuple[np.ndarray, np.ndarray]:
@@ -98,25 +93,18 @@ def _node_features(sched: Schedule, node: int, days: list[int], w: int) -> tuple
     return node_feature_matrix(np.concatenate(parts, axis=-1), _counter_mask(), w), days[0] * 86400.0
 
 
-def failure_sequences(sched: Schedule, w: int, back: int = 0, stride_s: float = 0.0) -> Sequences:
-    """One sequence per failure (anchor = failure time), rendered from the failing node's telemetry.
-
-    ``back`` > 0: also the inputs of the ``back`` prediction steps ``stride_s`` apart before it
-    (:attr:`Sequences.x_prev`, for the LSTM voter; NaN where a step's windows leave the rendered days).
-    """
+def failure_sequences(sched: Schedule, w: int) -> Sequences:
+    """One sequence per failure (anchor = failure time), rendered from the failing node's telemetry."""
     cfg = sched.cfg
     step = cfg.step_s
-    if back and (stride_s <= 0 or stride_s % step):
-        raise ValueError(f"stride_s must be a positive multiple of the step {step} s, got {stride_s}")
     f = sched.failures
     horizon = sched.t_stop
     f = f[(f["t_fail"] >= 86400.0) & (f["t_fail"] < horizon)].reset_index(drop=True)
-    xs, prev, keep = [], [], []
-    margin = max(LEADS_MIN) * 60 + WINDOW_S + step + back * stride_s
+    xs, keep = [], []
     for i, r in f.iterrows():
         day = int(r["t_fail"] // 86400)
         t0 = day * 86400.0
-        days = [day - 1, day] if r["t_fail"] - t0 < margin else [day]
+        days = [day - 1, day] if r["t_fail"] - t0 < (max(LEADS_MIN) * 60 + WINDOW_S + step) else [day]
         feat, start = _node_features(sched, int(r["node"]), days, w)
         a = int(np.floor((r["t_fail"] - start) / step))
         idx = sequence_index(np.array([a]), step)[0, ::-1]  # sequence order: 7 -> 2 minutes
@@ -127,18 +115,8 @@ def failure_sequences(sched: Schedule, w: int, back: int = 0, stride_s: float = 
             continue
         xs.append(seq)
         keep.append(i)
-        if back:
-            p = np.full((back, *seq.shape), np.nan)
-            for j in range(1, back + 1):
-                ij = idx - j * int(stride_s // step)
-                if ij.min() >= 0:
-                    p[j - 1] = feat[ij]
-            prev.append(p)
     f = f.loc[keep]
     x = np.stack(xs) if xs else np.zeros((0, len(LEADS_MIN), 7 * len(PREDICTOR_METRICS)))
-    x_prev = None
-    if back:
-        x_prev = (np.stack(prev) if prev else np.zeros((0, back, *x.shape[1:]))).astype(np.float32)
     return Sequences(
         x=x,
         y=np.ones(len(f), np.int64),
@@ -146,8 +124,6 @@ def failure_sequences(sched: Schedule, w: int, back: int = 0, stride_s: float = 
         has_precursor=f["precursor_start"].notna().to_numpy(),
         node=f["node"].to_numpy(np.int64),
         time_s=f["t_fail"].to_numpy(float),
-        x_prev=x_prev,
-        prev_stride_s=float(stride_s) if back else 0.0,
     )
 
 
@@ -284,14 +260,12 @@ def simulated_sequences(
 
 
 def simulated_data(
-    cfg: SimConfig, n_days: int, node_days: int, stride: int = 1, hard_per_kind: int = 0, seed: int | None = None,
-    back: int = 0, back_stride_s: float = 0.0,
+    cfg: SimConfig, n_days: int, node_days: int, stride: int = 1, hard_per_kind: int = 0, seed: int | None = None
 ) -> tuple[Sequences, Sequences, Sequences | None]:
     """Failures, ok sequences of ``node_days`` random node-days and (``hard_per_kind`` > 0) hard negatives.
 
     Hard negatives are up to ``hard_per_kind`` node-days per anomaly kind (:func:`anomaly_node_days`), disjoint
-    from the random ones. ``back``/``back_stride_s``: the failures' earlier prediction steps
-    (:func:`failure_sequences`).
+    from the random ones.
     """
     seed = cfg.seed if seed is None else seed
     w = window_steps(cfg.step_s)
@@ -302,7 +276,7 @@ def simulated_data(
     if hard_per_kind > 0:
         hard = ok_sequences(sched, 0, w, stride=stride, pairs=anomaly_node_days(sched, hard_per_kind, seed, exclude=nat),
                             hard=True)
-    return failure_sequences(sched, w, back=back, stride_s=back_stride_s), neg, hard
+    return failure_sequences(sched, w), neg, hard
 
 
 def summary(pos: Sequences, neg: Sequences) -> pd.DataFrame:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nodewatch.models.predict.ensemble import LeadTimeEnsemble, fit_lstm_voter, history_index, unanimous, voter_sequences
+from nodewatch.models.predict.ensemble import LeadTimeEnsemble, fit_lstm_voter, unanimous
 from nodewatch.models.predict.uc import largest_usable_nodes, rates, uc_from_rates
 from nodewatch.tasks.predict.dataset import ANOMALY_KINDS, Sequences, hard_strata
 
@@ -36,14 +36,6 @@ THESIS_ROWS = [
 """Frank Table 4.1 c) and d) (MOGON I)."""
 SCHEMES = tuple(f"unanimous@{k}NN" for k in range(1, 7)) + ("lstm@6NN",)
 """1 to 6 networks with a unanimous vote (Table 4.1 c prints 1, 2, 4, 6), and the LSTM voter (Table 4.1 d)."""
-
-
-VOTER_STEPS = 8
-"""Successive prediction steps the LSTM voter reads. The thesis does not say how many: chosen among 1, 2, 4, 8 on
-development seeds 4 and 5 only (rounds 4 -> 5, 5 -> 4; never on the evaluation seeds 1-3), docs/predict.md, sixth pass."""
-VOTER_STRIDE_S = 60.0
-"""Seconds between them: the thesis starts a classification sequence every 15 s, "modified to how far apart final
-predictions should be" (sec. 4.2.3); our ok training data hold every 4th 15-s step, so 60 s."""
 
 
 @dataclass
@@ -81,17 +73,8 @@ def fit_ensemble_and_voter(
     train_positives: str = "precursor",
     stratify: bool = True,
     voter_hard: bool = True,
-    voter_steps: int | tuple[int, ...] = VOTER_STEPS,
-    voter_stride_s: float = VOTER_STRIDE_S,
 ) -> tuple[LeadTimeEnsemble, Any]:
     """Networks on ``1 - voter_share`` of the groups (plus every ``hard`` negative), the LSTM voter on the rest.
-
-    ``voter_steps`` K > 0 (and failures carrying their earlier steps, :attr:`~nodewatch.tasks.predict.dataset.
-    Sequences.x_prev`, ``voter_stride_s`` apart): the voter reads the six networks' outputs at K successive prediction
-    steps (Fig. 4.5, :func:`voter_inputs_of`); a tuple of candidates trains one voter per K on the same outputs and
-    keeps the one with the highest recall on its own validation split (training data only; ties: the smaller K).
-    ``voter_steps=0``, or failures without earlier steps (a store): the six outputs of one prediction as a 6-step
-    sequence (the voter before issue 18's sixth pass).
 
     ``stratify``: each epoch's negatives are half drawn equally from the (anomaly kind x node load) strata of the
     training negatives (:func:`~nodewatch.tasks.predict.dataset.hard_strata`,
@@ -127,36 +110,10 @@ def fit_ensemble_and_voter(
     ens = LeadTimeEnsemble(epochs=epochs, seed=seed).fit(rows(tr, hx), yt, strata=strata)
     if y[vo].sum() < 2:  # too few failures left for the voter (a small store): score with the unanimous vote
         return ens, None
-    cands = tuple(voter_steps) if isinstance(voter_steps, tuple | list) else (int(voter_steps),)
-    kmax = max(cands)
-    if kmax > 1 and not (pos.x_prev is not None and pos.x_prev.shape[1] >= kmax - 1
-                         and pos.prev_stride_s == voter_stride_s):
-        cands = (0,)  # no earlier steps of the failures: the old voter
-    t = np.concatenate([pos.time_s, neg.time_s])
     lo = ens.predict_logodds(rows(vo, []))
-
-    def seqs(k: int, lo_v: np.ndarray, lo_h: np.ndarray | None) -> np.ndarray:
-        if k == 0:
-            return lo_v if lo_h is None else np.concatenate([lo_v, lo_h])
-        vp = vo[:n_pos]
-        prev = np.full((len(lo_v), k - 1, lo_v.shape[1]), np.nan, np.float32)
-        if k > 1 and vp.any():
-            prev[: int(vp.sum())] = prev_logodds(ens, pos.x_prev[vp], k)
-        out = voter_sequences(lo_v, history_index(g[vo], t[vo], k, voter_stride_s), prev)
-        if lo_h is None:
-            return out
-        return np.concatenate([out, voter_sequences(lo_h, history_index(hard.group, hard.time_s, k, voter_stride_s))])
-
-    def best(fits: list[Any]) -> Any:
-        b = max(fits, key=lambda f: (f.val_tpr, -f.steps))
-        b.selection = {int(f.steps): float(f.val_tpr) for f in fits} if len(fits) > 1 else {}
-        b.candidates = list(fits) if len(fits) > 1 else []
-        return b
-
     if not (voter_hard and hx and stratify and len(np.unique(hard.group)) >= 2):
-        return ens, best([fit_lstm_voter(seqs(k, lo, None), y[vo], target_fpr=voter_target_fpr,
-                                         epochs=min(epochs, 300), seed=seed, groups=g[vo], stride_s=voter_stride_s)
-                          for k in cands])
+        return ens, fit_lstm_voter(lo, y[vo], target_fpr=voter_target_fpr, epochs=min(epochs, 300), seed=seed,
+                                   groups=g[vo])
     # cross-fitted outputs on the hard node-days: an ensemble without half A scores half A, and the other way round
     halves = _split_groups(np.asarray(hard.group), np.random.default_rng(seed + 7919), (0.5, 0.5))[:2]
     hst = hard_strata(hard)
@@ -166,47 +123,12 @@ def fit_ensemble_and_voter(
             rows(tr, [hard.x[kept]]), np.concatenate([y[tr], np.zeros(int(kept.sum()), np.int64)]),
             strata=np.concatenate([st[tr], hst[kept]]))
         lo_hard[held] = e.predict_logodds(hard.x[held])
-    fits = [fit_lstm_voter(
-        seqs(k, lo, lo_hard), np.concatenate([y[vo], np.zeros(len(hard.y), np.int64)]),
+    voter = fit_lstm_voter(
+        np.concatenate([lo, lo_hard]), np.concatenate([y[vo], np.zeros(len(hard.y), np.int64)]),
         target_fpr=voter_target_fpr, epochs=min(epochs, 300), seed=seed,
         groups=np.concatenate([g[vo], np.asarray(hard.group)]), strata=np.concatenate([st[vo], hst]),
-        natural=np.r_[np.ones(int(vo.sum()), bool), np.zeros(len(hard.y), bool)], stride_s=voter_stride_s)
-        for k in cands]
-    return ens, best(fits)
-
-
-def prev_logodds(ens: LeadTimeEnsemble, x_prev: np.ndarray, steps: int) -> np.ndarray:
-    """The networks' log-odds at the ``steps - 1`` prediction steps before each failure: (n, K - 1, L), oldest first.
-
-    ``x_prev`` (n, B, L, F) newest first (:attr:`~nodewatch.tasks.predict.dataset.Sequences.x_prev`); a step whose
-    windows hold a NaN is absent (NaN), as an ok sequence with a gap is not in the data set.
-    """
-    xp = np.asarray(x_prev[:, : steps - 1], np.float32)
-    n, b = xp.shape[:2]
-    if n == 0 or b == 0:
-        return np.zeros((n, b, xp.shape[2] if xp.ndim == 4 else 0), np.float32)
-    lo = ens.predict_logodds(xp.reshape(n * b, *xp.shape[2:])).reshape(n, b, -1)
-    lo[np.isnan(xp).any(axis=(2, 3))] = np.nan
-    return lo[:, ::-1]
-
-
-def voter_inputs_of(ens: LeadTimeEnsemble, voter: Any, seq: Sequences, lo: np.ndarray) -> np.ndarray:
-    """What ``voter`` reads for the sequences ``seq`` whose network log-odds are ``lo`` (N, L).
-
-    A voter of K steps (Fig. 4.5) reads the outputs at K successive predictions: earlier rows of the same node-day
-    (:func:`~nodewatch.models.predict.ensemble.history_index`) and, for failures, their earlier steps
-    (:attr:`~nodewatch.tasks.predict.dataset.Sequences.x_prev`).
-    """
-    k = int(getattr(voter, "steps", 0))
-    if not k:
-        return lo
-    prev = None
-    if k > 1 and len(seq.y) and (seq.y == 1).any():
-        if seq.x_prev is None or seq.x_prev.shape[1] < k - 1 or seq.prev_stride_s != voter.stride_s:
-            raise ValueError(f"the voter reads {k} prediction steps {voter.stride_s:g} s apart: the failures need "
-                             f"their earlier steps (x_prev at that stride)")
-        prev = prev_logodds(ens, seq.x_prev, k)
-    return voter_sequences(lo, history_index(seq.group, seq.time_s, k, voter.stride_s), prev)
+        natural=np.r_[np.ones(int(vo.sum()), bool), np.zeros(len(hard.y), bool)])
+    return ens, voter
 
 
 def held_out_rows(ens: LeadTimeEnsemble, voter: Any, pos: Sequences, neg: Sequences) -> list[dict[str, Any]]:
@@ -220,7 +142,7 @@ def held_out_rows(ens: LeadTimeEnsemble, voter: Any, pos: Sequences, neg: Sequen
     g = np.concatenate([pos.group, neg.group])
     neg_an = neg.anomaly if neg.anomaly is not None else np.zeros(len(neg.y), np.int8)
     an = np.concatenate([np.zeros(len(pos.y), np.int8), neg_an])
-    dp, dn = scheme_decisions(ens, voter, pos), scheme_decisions(ens, voter, neg)  # no copy of both sets
+    dp, dn = scheme_decisions(ens, voter, pos.x), scheme_decisions(ens, voter, neg.x)  # no copy of both sets
     dec = {k: np.concatenate([dp[k], dn[k]]) for k in dp}
     rows = _rows(dec, y, pre)
     for r in rows:
@@ -233,16 +155,12 @@ def held_out_rows(ens: LeadTimeEnsemble, voter: Any, pos: Sequences, neg: Sequen
     return rows
 
 
-def scheme_decisions(ens: LeadTimeEnsemble, voter: Any, x: np.ndarray | Sequences) -> dict[str, np.ndarray]:
-    """Positive predictions of every scheme of :data:`SCHEMES` for sequences ``x`` (inputs, or :class:`Sequences`:
-    a voter of K prediction steps needs their groups and times, :func:`voter_inputs_of`)."""
-    seq = x if isinstance(x, Sequences) else None
-    lo = ens.predict_logodds(seq.x if seq is not None else x)
+def scheme_decisions(ens: LeadTimeEnsemble, voter: Any, x: np.ndarray) -> dict[str, np.ndarray]:
+    """Positive predictions of every scheme of :data:`SCHEMES` for sequences ``x``."""
+    lo = ens.predict_logodds(x)
     out = {f"unanimous@{k}NN": unanimous(lo, k, threshold=0.0) for k in range(1, 7)}  # p > 0.5 <=> log-odds > 0
     if voter is not None:
-        if getattr(voter, "steps", 0) and seq is None:
-            raise ValueError("a voter of successive prediction steps needs the sequences' groups and times")
-        out["lstm@6NN"] = voter.score(lo if seq is None else voter_inputs_of(ens, voter, seq, lo)) >= voter.threshold
+        out["lstm@6NN"] = voter.score(lo) >= voter.threshold
     return out
 
 
@@ -310,8 +228,6 @@ def held_out_rounds(
     voter_target_fpr: float = 5e-5,
     stratify: bool = True,
     voter_hard: bool = True,
-    voter_steps: int | tuple[int, ...] = VOTER_STEPS,
-    voter_stride_s: float = VOTER_STRIDE_S,
 ) -> pd.DataFrame:
     """Monte-Carlo rounds at the seed level: round ``k`` trains on simulator seed ``a`` and tests on seed ``b``.
 
@@ -326,17 +242,10 @@ def held_out_rounds(
         pos, neg, hard = data[a]
         ens, voter = fit_ensemble_and_voter(pos, neg, hard=hard, epochs=epochs, seed=k,
                                             voter_target_fpr=voter_target_fpr, stratify=stratify,
-                                            voter_hard=voter_hard, voter_steps=voter_steps,
-                                            voter_stride_s=voter_stride_s)
+                                            voter_hard=voter_hard)
         tp, tn, _ = data[b]
-        rows = held_out_rows(ens, voter, tp, tn)
-        for c in getattr(voter, "candidates", []):  # development: every candidate K on the test machine
-            rows += [{**r, "scheme": f"lstm@6NN K={c.steps}"} for r in held_out_rows(ens, c, tp, tn)
-                     if r["scheme"] == "lstm@6NN"]
-        for r in rows:
-            out.append({"round": k, "train_seed": a, "test_seed": b, "voter_steps": getattr(voter, "steps", None),
-                        "voter_val_tpr": getattr(voter, "val_tpr", None),
-                        "voter_selection": str(getattr(voter, "selection", "")), **r})
+        for r in held_out_rows(ens, voter, tp, tn):
+            out.append({"round": k, "train_seed": a, "test_seed": b, **r})
     return pd.DataFrame(out)
 
 

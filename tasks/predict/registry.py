@@ -72,8 +72,6 @@ def save(store: Store, run_id: str, ens: LeadTimeEnsemble, voter: VoterFit | Non
         "run_id": rid,
         "voter_threshold": None if voter is None else float(voter.threshold),
         "voter_input": None if voter is None else voter.input,
-        "voter_steps": None if voter is None else int(voter.steps),
-        "voter_stride_s": None if voter is None else float(voter.stride_s),
         "weights_sha256": hashlib.sha256(blob).hexdigest(),
         "weights_bytes": len(blob),
     }
@@ -107,12 +105,10 @@ def load(store: Store, run_id: str | None = None) -> LoadedPredictor:
     voter = None
     vs = {k[6:]: torch.from_numpy(np.array(v)) for k, v in t.items() if k.startswith("voter.")}
     if vs and params.get("voter_threshold") is not None:
-        m = LSTMVoter(hidden=int(vs["out.weight"].shape[1]), n_in=int(vs["lstm.weight_ih_l0"].shape[1]))
+        m = LSTMVoter(hidden=int(vs["out.weight"].shape[1]))
         m.load_state_dict(vs)
-        # runs registered before the log-odds fix have no "voter_input": their voter reads probabilities; before
-        # issue 18's sixth pass no "voter_steps": the six outputs of one prediction as a 6-step sequence
-        voter = VoterFit(model=m, threshold=float(params["voter_threshold"]), input=params.get("voter_input") or "proba",
-                         steps=int(params.get("voter_steps") or 0), stride_s=float(params.get("voter_stride_s") or 0.0))
+        # runs registered before the log-odds fix have no "voter_input": their voter reads probabilities
+        voter = VoterFit(model=m, threshold=float(params["voter_threshold"]), input=params.get("voter_input") or "proba")
     return LoadedPredictor(run_id=rid, ensemble=ens, voter=voter, params=params)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nodewatch.models.predict.ensemble import logodds_to_proba, unanimous, voter_sequences
+from nodewatch.models.predict.ensemble import logodds_to_proba, unanimous
 from nodewatch.models.predict.features import LEADS_MIN, node_feature_matrix, sequence_index, window_steps
 from nodewatch.tasks.predict.registry import LoadedPredictor
 from nodewatch.tasks.simulate.metrics import COUNTERS
@@ -72,30 +72,13 @@ def score_node(pred: LoadedPredictor, times: pd.DatetimeIndex, values: np.ndarra
     if pred.voter is not None:
         conf = np.zeros(len(x))
         if ok.any():
-            conf[ok] = pred.voter.score(voter_steps_input(lo, ok, step, pred.voter)[ok])
+            conf[ok] = pred.voter.score(lo[ok])
         positive = ok & (conf >= pred.voter.threshold)
     else:
         positive = ok & unanimous(p)
         conf = p.min(axis=1)
     at = grid[idx[:, -1]]  # the final (2-minute) window ends here: the decision time
     return pd.DataFrame({"time": at, "positive": positive, "confidence": conf})
-
-
-def voter_steps_input(lo: np.ndarray, ok: np.ndarray, step_s: int, voter: Any) -> np.ndarray:
-    """What the voter reads at every anchor of one node (anchors ``step_s`` apart): ``lo`` (N, 6) itself for the old
-    voter, else the six outputs at its K successive predictions ``voter.stride_s`` apart (N, K, 6); a prediction
-    that is not there (before the node's first full sequence, a gap: ``ok`` False) repeats the next newer one."""
-    k = int(getattr(voter, "steps", 0))
-    if not k:
-        return lo
-    if voter.stride_s % step_s:
-        raise ValueError(f"the voter's steps are {voter.stride_s:g} s apart, not a multiple of the telemetry step {step_s} s")
-    s = int(voter.stride_s // step_s)
-    n = len(lo)
-    idx = np.arange(n)[:, None] - s * np.arange(k - 1, -1, -1)[None, :]
-    valid = idx >= 0
-    valid[valid] = np.asarray(ok, bool)[idx[valid]]
-    return voter_sequences(np.where(np.asarray(ok, bool)[:, None], lo, np.nan), np.where(valid, idx, -1))
 
 
 def warnings_from_decisions(node: str, dec: pd.DataFrame, step_s: int) -> list[dict[str, Any]]:

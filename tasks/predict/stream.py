@@ -138,9 +138,7 @@ class LdmsFollower:
                 out.append(w)
             # keep the last KEEP_S seconds: the windows of the next poll's first anchors
             t_last = b[-1][0]
-            v = self.pred.voter  # a voter of K successive predictions also needs the K - 1 before the first anchor
-            keep = KEEP_S + max(0, int(getattr(v, "steps", 0)) - 1) * float(getattr(v, "stride_s", 0.0))
-            self.buf[node] = [x for x in b if t_last - x[0] <= keep]
+            self.buf[node] = [x for x in b if t_last - x[0] <= KEEP_S]
         return out
 
     def run(self, follow: bool = True, poll_s: float = 1.0, max_seconds: float | None = None) -> Iterator[dict[str, Any]]:

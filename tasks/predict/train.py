@@ -21,7 +21,7 @@ from nodewatch.models.predict.uc import event_probability
 from nodewatch.tasks.core.store import Store
 from nodewatch.tasks.predict import registry
 from nodewatch.tasks.predict.dataset import PREDICTOR_METRICS, Sequences, simulated_data, summary
-from nodewatch.tasks.predict.evaluate import VOTER_STEPS, VOTER_STRIDE_S, cross_validate, fit_ensemble_and_voter, fps_table
+from nodewatch.tasks.predict.evaluate import cross_validate, fit_ensemble_and_voter, fps_table
 from nodewatch.tasks.simulate.config import SimConfig
 
 
@@ -42,15 +42,13 @@ class PredictSettings(BaseModel):
 def fit_final(
     pos: Sequences, neg: Sequences, epochs: int = 300, seed: int = 0, train_positives: str = "precursor",
     hard: Sequences | None = None,
-    voter_stride_s: float = VOTER_STRIDE_S,
 ) -> tuple[LeadTimeEnsemble, Any]:
     """Networks on 75 % of the groups (+ ``hard`` negatives), the LSTM voter on the other 25 % (its own 60/40 split
     by group sets the threshold).
 
     Positives are the failures with a precursor unless ``train_positives="all"`` (see :mod:`~nodewatch.tasks.predict.evaluate`).
     """
-    return fit_ensemble_and_voter(pos, neg, hard=hard, epochs=epochs, seed=seed, train_positives=train_positives,
-                                  voter_stride_s=voter_stride_s)
+    return fit_ensemble_and_voter(pos, neg, hard=hard, epochs=epochs, seed=seed, train_positives=train_positives)
 
 
 def train_predictor(
@@ -95,11 +93,7 @@ def _train(
     t0 = time.perf_counter()
     # hard negatives in proportion to the random node-days: 15 per anomaly kind per 400 (~22 % more node-days)
     hard_per_kind = max(1, round(node_days * 15 / 400))
-    # the failures' earlier predictions for the LSTM voter's K successive steps (Fig. 4.5); the steps must be rows of
-    # the ok node-days (every ``stride``-th step), so a coarser stride than VOTER_STRIDE_S spaces them by the stride
-    voter_stride_s = VOTER_STRIDE_S if (VOTER_STRIDE_S / cfg.step_s) % stride == 0 else float(stride * cfg.step_s)
-    pos, neg, hard = simulated_data(cfg, n_days, node_days, stride=stride, hard_per_kind=hard_per_kind, seed=seed,
-                                    back=VOTER_STEPS - 1, back_stride_s=voter_stride_s)
+    pos, neg, hard = simulated_data(cfg, n_days, node_days, stride=stride, hard_per_kind=hard_per_kind, seed=seed)
     if len(pos.y) < 10 or len(neg.y) < 100:
         raise ValueError(f"too little data to train: {len(pos.y)} failures and {len(neg.y)} ok sequences")
     t_data = time.perf_counter() - t0
@@ -110,7 +104,7 @@ def _train(
     t_cv = time.perf_counter() - t0 - t_data
     fps = fps_table(cv, p_e)
     t1 = time.perf_counter()
-    ens, voter = fit_final(pos, neg, epochs=epochs, seed=seed, hard=hard, voter_stride_s=voter_stride_s)
+    ens, voter = fit_final(pos, neg, epochs=epochs, seed=seed, hard=hard)
     t_fit = time.perf_counter() - t1
     params = {
         "kind": "predict",
