@@ -1,6 +1,7 @@
 """The commit protocol of staged tables: parts are written where readers ignore them, one small object publishes them.
 
-A run writes its parts under their final names (``staged/<table>/date=D/part-<run_id>.parquet``,
+A run writes its parts under their final names (``staged/<table>/date=D/part-<run_id>.parquet``, or
+``part-<run_id>-<k>.parquet`` for a date written as several bounded parts;
 ``quarantine/<table>/date=D/<run_id>.parquet``), which readers ignore until a *commit object*
 ``staged/_commits/<run_id>--<label>.json`` written last lists them (``add``) and the parts they
 replace (``remove``). Writing one object is atomic on a local disk (temporary name + rename) and on
@@ -50,6 +51,9 @@ PROTOCOL_MARKER = f"{COMMITS}/_protocol.json"
 LEGACY_COMMIT = "00000000T000000Z-legacy--legacy"
 """Name (without ``.json``) of the commit of the parts that predate the protocol."""
 AREAS = ("staged", "quarantine")
+PART_DIGITS = 5
+"""A run's date written as several bounded parts names them ``part-<run_id>-<k>.parquet``, ``k`` with this many
+digits (run ids end in 6 hex characters after a ``-``, so the suffix cannot be mistaken for a run id's end)."""
 
 
 class CommitError(RuntimeError):
@@ -71,14 +75,18 @@ def run_of_file(name: str) -> str | None:
     stem = name[:-8] if name.endswith(".parquet") else None
     if stem is None:
         return None
+    part = False
     if stem.startswith(".tmp-"):  # .tmp-<run>.parquet (old ingest) or .tmp-<uuid hex>-part-<run>.parquet (store)
         stem = stem[5:]
         if "-part-" in stem:
-            stem = stem.split("-part-", 1)[1]
+            stem, part = stem.split("-part-", 1)[1], True
         elif len(stem) > 33 and stem[32] == "-" and all(c in "0123456789abcdef" for c in stem[:32]):
             stem = stem[33:]
     if stem.startswith("part-"):
-        stem = stem[5:]
+        stem, part = stem[5:], True
+    tail = stem[-PART_DIGITS - 1:]
+    if part and len(stem) > PART_DIGITS + 1 and tail[0] == "-" and tail[1:].isdigit():  # part-<run>-<k>: bounded parts
+        stem = stem[: -PART_DIGITS - 1]
     return stem or None
 
 

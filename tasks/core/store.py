@@ -4,6 +4,7 @@ Layout (see ``docs/store.md``)::
 
     raw/<source>/<sha256>.<ext>                       immutable, content-addressed input bytes
     staged/<table>/date=YYYY-MM-DD/part-<run_id>.parquet   visible once committed (staged/_commits/)
+    staged/<table>/date=YYYY-MM-DD/part-<run_id>-<k>.parquet   the same, a date written as bounded parts k=00000..
     quarantine/<table>/date=YYYY-MM-DD/<run_id>.parquet   rejected rows with reason + source offset
     quarantine/files/<source>/<sha256>.json           files that could not be parsed at all
     runs/<run_id>.json                                run manifests
@@ -33,7 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from nodewatch.schemas.names import check_path_token
-from nodewatch.tasks.core.commit import commit_part, is_part_key, live_parts
+from nodewatch.tasks.core.commit import PART_DIGITS, commit_part, is_part_key, live_parts, run_of_file
 from nodewatch.tasks.core.files import open_regular
 
 _CHUNK = 1 << 20
@@ -234,9 +235,14 @@ class Store:
         self.write_json(marker, self.ingested_marker(source, sha))
 
     # ----------------------------------------------------------------- staged / quarantine
-    def staged_key(self, table: str, date: str, run_id: str) -> str:
-        """Key of one staged partition file."""
-        return f"staged/{check_path_token(table, 'table')}/date={date}/part-{check_path_token(run_id, 'run id')}.parquet"
+    def staged_key(self, table: str, date: str, run_id: str, part: int | None = None) -> str:
+        """Key of one staged partition file: ``part-<run_id>.parquet``, or ``part-<run_id>-<k>.parquet``
+        (``k`` zero-padded to 5 digits, :data:`~nodewatch.tasks.core.commit.PART_DIGITS`) for the
+        ``part``-th of several bounded parts of one run's date (all published by one commit)."""
+        name = f"part-{check_path_token(run_id, 'run id')}"
+        if part is not None:
+            name += f"-{int(part):0{PART_DIGITS}d}"
+        return f"staged/{check_path_token(table, 'table')}/date={date}/{name}.parquet"
 
     def quarantine_key(self, table: str, date: str, run_id: str) -> str:
         """Key of one quarantine file."""
@@ -257,11 +263,11 @@ class Store:
     def staged_files(self, table: str, dates: list[str] | None = None, run_id: str | None = None) -> list[str]:
         """Paths of committed staged parquet files of ``table`` (optionally only for ``dates`` / written by ``run_id``)."""
         want = None if dates is None else {f"date={d}" for d in dates}
-        name = f"part-{check_path_token(run_id, 'run id')}.parquet" if run_id else None
+        run = check_path_token(run_id, "run id") if run_id else None
         out = []
-        for k in self.live_keys("staged", table):
+        for k in self.live_keys("staged", table):  # sorted: the parts of one run's date in order
             _, _, part, file = k.split("/")
-            if (want is None or part in want) and (name is None or file == name):
+            if (want is None or part in want) and (run is None or run_of_file(file) == run):
                 out.append(self.path(k))
         return out
 
