@@ -46,6 +46,7 @@ from nodewatch.tasks.ingest.staging import (
     _plain_read,
     _take_columns,
     _writer_options,
+    part_bounds,
 )
 from nodewatch.tasks.ingest.validation import (
     QUARANTINE_SCHEMA,
@@ -425,6 +426,8 @@ class Ingestor:
         staged_by_file = np.zeros(n_orders, np.int64)
         run_id = self.recorder.run_id
         commit = StagedCommit(self.store, run_id, self.schema.name, fault="stage")
+        max_bytes, max_rows = part_bounds()
+        step = min(WRITE_ROWS, max_rows)
         plain_read = _plain_read(self.staged_schema)
         for date in self.good.dates():
             with self._timed("stage"):
@@ -436,10 +439,10 @@ class Ingestor:
                     )
                 whole = self.good.bytes[date] <= self.good.max_bytes
                 groups = [None] if whole else self.good.buckets(date)
-            part_key = self.store.staged_key(self.schema.name, date, run_id)
             tmp_local = Path(self._tmp.name) / f"out-{date}.parquet"
             writer = None
-            written = 0
+            written = 0  # rows in the open part
+            parts: list[str] = []  # bounded parts already uploaded for this date
             try:
                 for b in groups:
                     with self._timed("stage"):
@@ -460,9 +463,12 @@ class Ingestor:
                         staged_by_file += np.bincount(order[keep], minlength=n_orders)
                     # taken and written in slices: the output buffers are reused, not fresh memory
                     t = _combine_dictionaries(t)
-                    for start in range(0, len(keep), WRITE_ROWS):
+                    for start in range(0, len(keep), step):
+                        if writer is not None and (written >= max_rows or tmp_local.stat().st_size >= max_bytes):
+                            self._upload_part(commit, writer, tmp_local, date, parts, written, final=False)
+                            writer, written = None, 0
                         with self._timed("stage"):
-                            out = _take_columns(t, keep[start : start + WRITE_ROWS], shas, self.staged_schema, plain_read)
+                            out = _take_columns(t, keep[start : start + step], shas, self.staged_schema, plain_read)
                         with self._timed("write"):
                             if writer is None:
                                 writer = pq.ParquetWriter(
@@ -471,16 +477,16 @@ class Ingestor:
                             writer.write_table(out.cast(writer.schema) if not out.schema.equals(writer.schema) else out)
                             written += out.num_rows
                         del out
+                if writer is not None:
+                    self._upload_part(commit, writer, tmp_local, date, parts, written, final=True)
+                    writer = None
             finally:
                 if writer is not None:
-                    if plain_read and self.staged_schema.metadata:  # (the Arrow schema is not stored)
-                        writer.add_key_value_metadata(self.staged_schema.metadata)
                     writer.close()
-            with self._timed("write"):
-                if written:  # the part is written under its final name; readers ignore it until the commit
-                    self.result.staged_files.append(commit.put_file(tmp_local, part_key, written))
-                    self.result.dates.append(date)
-                tmp_local.unlink(missing_ok=True)
+            if parts:
+                self.result.staged_files.extend(parts)
+                self.result.dates.append(date)
+            tmp_local.unlink(missing_ok=True)
         with self._timed("quarantine"):
             for date in self.bad.dates():
                 q = self.bad.read(date)
@@ -505,6 +511,20 @@ class Ingestor:
                 continue  # not ingested: a re-run parses it again
             failed = self._requested.get(sha, "auto") if rec.status == "quarantined-file" else None
             self.store.mark_ingested(self.spec.name, sha, run_id, self.schema.name, failed_with_format=failed)
+
+    def _upload_part(self, commit: StagedCommit, writer: pq.ParquetWriter, local: Path, date: str,
+                     parts: list[str], rows: int, final: bool) -> None:
+        """Close ``writer`` (of ``local``) and upload it as the next part of ``date`` (appended to ``parts``):
+        ``part-<run>.parquet`` when it is the date's only part, else ``part-<run>-<k>.parquet``. Under its
+        final name, ignored by readers until the commit."""
+        if _plain_read(self.staged_schema) and self.staged_schema.metadata:  # (the Arrow schema is not stored)
+            writer.add_key_value_metadata(self.staged_schema.metadata)
+        writer.close()
+        k = None if final and not parts else len(parts)
+        key = self.store.staged_key(self.schema.name, date, commit.run_id, part=k)
+        with self._timed("write"):
+            parts.append(commit.put_file(local, key, rows))
+        local.unlink(missing_ok=True)
 
     def _write_docs(self) -> None:
         run_id, table = self.recorder.run_id, self.schema.name
