@@ -33,9 +33,10 @@ from nodewatch.tasks.core.store import Store
 from nodewatch.tasks.cubes.synth import telemetry_table
 st, run = Store(sys.argv[1]), sys.argv[2]
 c = StagedCommit(st, run, "telemetry")
-for d in ("2026-03-03", "2026-03-04", "2026-03-05"):
-    t = telemetry_table([d + "T00:00:00Z"] * 2, ["cn0001", "cn0002"], ["power_node"] * 2, [1.0, 2.0])
-    c.write_parquet(t, st.staged_key("telemetry", d, run))
+for d in ("2026-03-03", "2026-03-04", "2026-03-05"):  # each date as 2 bounded parts part-<run>-<k>.parquet
+    for k in range(2):
+        t = telemetry_table([d + "T00:00:00Z"] * 2, [f"cn000{2 * k + 1}", f"cn000{2 * k + 2}"], ["power_node"] * 2, [1.0, 2.0])
+        c.write_parquet(t, st.staged_key("telemetry", d, run, part=k))
 c.commit()
 print("done")
 """
@@ -74,9 +75,9 @@ def _fresh(store: Store) -> Store:
 
 
 @pytest.mark.parametrize("point,published", [
-    # (after 2 of 3 parts: the same claim as before-commit, no commit object; kept on local disk,
+    # (before-commit: every part written, no commit object, the same claim; kept on local disk,
     # tests/core/test_commit_faults.py)
-    ("stage:before-commit:1", False),  # every part written, the commit object not
+    ("stage:after-part:3", False),  # killed between the 2 bounded parts of the 2nd date
     ("stage:after-commit:1", True),  # the commit object written: the run is published
 ])
 def test_staged_commit_killed_on_s3(local_cluster, s3_store, point, published):
@@ -97,7 +98,11 @@ def test_staged_commit_killed_on_s3(local_cluster, s3_store, point, published):
         ok = _child(STAGE_CHILD, [s3_store.url, rerun], local_cluster.full_env(), None)
         assert ok.returncode == 0, ok.stderr[-2000:]
         assert _fresh(s3_store).staged_dates("telemetry") == want or want == []
-        assert len(_fresh(s3_store).staged_files("telemetry", run_id=rerun)) == 3
+        assert len(_fresh(s3_store).staged_files("telemetry", run_id=rerun)) == 6
+    else:
+        assert len(r.staged_files("telemetry", run_id=run)) == 6
+        assert r.read_staged("telemetry", ["2026-03-04"], run_id=run).column("node").to_pylist() == [
+            "cn0001", "cn0002", "cn0003", "cn0004"]
 
 
 def _values(store: Store) -> dict[str, np.ndarray]:
