@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from nodewatch.schemas.names import normalise_node
 from nodewatch.schemas.topology import ROW_CHECKS, TOPOLOGY
+from nodewatch.tasks.core.commit import run_of_file
 from nodewatch.tasks.core.store import Store
 from nodewatch.tasks.ingest._vectorised import (
     csv_header,
@@ -110,7 +111,8 @@ SOURCES = [
 
 
 def _run_of(path: str) -> str:
-    return path.rsplit("/part-", 1)[1].removesuffix(".parquet")
+    """The run that staged ``path`` (``part-<run>.parquet`` or one of its bounded parts ``part-<run>-<k>.parquet``)."""
+    return run_of_file(path.rsplit("/", 1)[1]) or ""
 
 
 def load_topology(store: Store) -> tuple[set[str], dict[str, str], pa.Table | None]:
