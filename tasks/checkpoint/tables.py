@@ -120,7 +120,7 @@ def load_jobs(store: Any, spec: str, system: str | None = None) -> pd.DataFrame:
             raise FileNotFoundError(f"no staged jobs in {store.url} (run `nodewatch ingest jobs ...` first)")
     else:
         rid = check_path_token(spec, "run id")
-        files = [f for f in store.staged_files("jobs") if f.rsplit("/", 1)[-1] == f"part-{rid}.parquet"]
+        files = store.staged_files("jobs", run_id=rid)  # every bounded part of the run (part-<rid>[-<k>].parquet)
         if not files:
             raise FileNotFoundError(
                 f"run {rid!r} staged no jobs in {store.url} (use 'staged' or a run id from `nodewatch runs list`)"

@@ -174,6 +174,12 @@ def test_run_with_staged_jobs_and_failures(store) -> None:
     assert c2["simsys.outside_window"] == 9 + 10 and c2["simsys.n_censored"] == 10
     assert f2["machine_nodes"].eq(1).all()  # a node group is one node: per-node MTBF = group MTBF
     assert set(load_table(store).failure_model.values) >= {"simsys-n0-weibull", "simsys-n9-exponential"}
+    # jobs of one run id staged as two bounded parts (part-<run>-<k>.parquet): the run's jobs are both parts
+    for k, half in enumerate((jobs.iloc[:25], jobs.iloc[25:].assign(nodes=1000))):
+        key = store.staged_key("jobs", "2024-01-02", "r3", part=k).split("/")
+        store.write_parquet(pa.Table.from_pandas(half, preserve_index=False), *key)
+    m3 = run_checkpoint_tables(store, jobs="r3", failure_systems=["simsys"], grid=False, ckpt_costs=[CkptCost.fixed(0.25)])
+    assert sorted(load_table(store).jobs.values.tolist()) == [15, 25] and m3["run_id"] != m2["run_id"]
     # a run id that staged no jobs, an unknown system, missing model: clear errors, CURRENT unchanged
     with pytest.raises(FileNotFoundError, match="staged no jobs"):
         run_checkpoint_tables(store, jobs="r9", failure_models=MODELS)
@@ -181,7 +187,7 @@ def test_run_with_staged_jobs_and_failures(store) -> None:
         run_checkpoint_tables(store, failure_systems=["nope"])
     with pytest.raises(ValueError, match="no failure model"):
         run_checkpoint_tables(store)
-    assert store.current(AREA) == m2["run_id"]
+    assert store.current(AREA) == m3["run_id"]
 
 
 def test_trace_savings_table_3_1_method() -> None:
