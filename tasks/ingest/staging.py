@@ -9,6 +9,7 @@ and statistics; :func:`_arrival_order` checks a spooled date is in arrival order
 from __future__ import annotations
 
 import functools
+import math
 import os
 from typing import Any
 
@@ -17,10 +18,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from nodewatch.tasks.core.settings import SettingsError
 from nodewatch.tasks.ingest.spool import ORDER
 from nodewatch.tasks.ingest.validation import _DICT
 
 WRITE_ROWS = 256 * 1024
+"""Staged rows are gathered (sorted) and written in slices of this many rows (one row group each)."""
 PART_MB = 128.0
 """Default bound of one staged part file (MB): a date whose staged rows compress to more is written as
 several parts ``part-<run_id>-<k>.parquet`` published by the run's one commit (no single object of ~1 GB
@@ -31,18 +34,21 @@ def part_bounds() -> tuple[int, int]:
     """``(max_bytes, max_rows)`` of one staged part: the file is closed once a slice takes it to ``max_bytes``
     (checked after each slice of at most ``min(WRITE_ROWS, max_rows)`` rows) or to ``max_rows`` rows.
 
-    Raises ``ValueError`` (one line) on a non-positive or non-numeric setting.
+    Raises :class:`~nodewatch.tasks.core.settings.SettingsError` (a user error: one line, exit code 2) naming
+    the variable on a setting that is not a positive number.
     """
-    mb = os.environ.get("NODEWATCH_STAGED_PART_MB", "") or str(PART_MB)
-    rows = os.environ.get("NODEWATCH_STAGED_PART_ROWS", "") or str(1 << 62)
-    try:
-        max_bytes, max_rows = int(float(mb) * 2**20), int(rows)
-    except ValueError:
-        raise ValueError(f"NODEWATCH_STAGED_PART_MB={mb!r} / NODEWATCH_STAGED_PART_ROWS={rows!r}: not a number") from None
-    if max_bytes <= 0 or max_rows <= 0:
-        raise ValueError(f"NODEWATCH_STAGED_PART_MB={mb!r} / NODEWATCH_STAGED_PART_ROWS={rows!r}: must be positive")
+    out = []
+    for var, default, scale in (("NODEWATCH_STAGED_PART_MB", PART_MB, 2**20), ("NODEWATCH_STAGED_PART_ROWS", 1 << 62, 1)):
+        raw = os.environ.get(var, "").strip()
+        try:
+            value = float(raw) if raw else float(default)
+        except ValueError:
+            raise SettingsError(f"{var}={raw!r}: not a number") from None
+        if not (math.isfinite(value) and value > 0) or int(value * scale) <= 0:
+            raise SettingsError(f"{var}={raw!r}: must be a positive number")
+        out.append(int(value * scale))
+    max_bytes, max_rows = out
     return max_bytes, max_rows
-"""Staged rows are gathered (sorted) and written in slices of this many rows (one row group each)."""
 
 
 def _dictionary_columns(t: pa.Table) -> list[str]:

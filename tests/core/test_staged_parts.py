@@ -13,6 +13,7 @@ from commit_helpers import INGEST, run_child, snapshot, syslog_file
 
 from nodewatch.tasks.core.commit import StagedCommit, garbage, run_of_file
 from nodewatch.tasks.core.runs import RunRecorder, load_manifest
+from nodewatch.tasks.core.settings import SettingsError
 from nodewatch.tasks.core.store import Store
 from nodewatch.tasks.ingest.pipeline import ingest_files
 from nodewatch.tasks.ingest.registry import sources
@@ -49,9 +50,15 @@ def test_names_and_bounds(monkeypatch):
     monkeypatch.setenv("NODEWATCH_STAGED_PART_MB", "0.5")
     monkeypatch.setenv("NODEWATCH_STAGED_PART_ROWS", "7")
     assert part_bounds() == (2**19, 7)
-    monkeypatch.setenv("NODEWATCH_STAGED_PART_ROWS", "0")
-    with pytest.raises(ValueError, match="must be positive"):
-        part_bounds()
+    # a bad setting is a user error (SettingsError: one line, exit code 2) naming the variable
+    for var, bad in [("NODEWATCH_STAGED_PART_ROWS", "0"), ("NODEWATCH_STAGED_PART_ROWS", "0.5"),
+                     ("NODEWATCH_STAGED_PART_MB", "-1"), ("NODEWATCH_STAGED_PART_MB", "nan"),
+                     ("NODEWATCH_STAGED_PART_MB", "inf"), ("NODEWATCH_STAGED_PART_MB", "abc")]:
+        monkeypatch.setenv("NODEWATCH_STAGED_PART_MB", "0.5")
+        monkeypatch.setenv("NODEWATCH_STAGED_PART_ROWS", "7")
+        monkeypatch.setenv(var, bad)
+        with pytest.raises(SettingsError, match=f"^{var}=.*(must be a positive number|not a number)$"):
+            part_bounds()
 
 
 def test_a_date_as_k_parts_reads_like_one_part(tmp_path, monkeypatch, single):
