@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 
@@ -30,3 +30,13 @@ def stage_syslog(store: Store, rows: list[tuple[datetime, str, str, str]]) -> No
         cols["source_format"] = ["rfc3164"] * len(rs)
         c.write_parquet(pa.table(cols, schema=schema), store.staged_key("syslog", day, run))
     c.commit()
+
+
+def four_node_burst(t0: datetime) -> list[tuple[datetime, str, str, str]]:
+    """8 nodes n01..n08 log one line every 10 min from 02:00 (24 ticks); n01..n04 add 9 lines at 03:00..03:08
+    (one a minute): the vicinity-wide tests' day."""
+    rows = [(t0 + timedelta(hours=2, minutes=10 * j), f"n{i:02d}", "app", f"tick {i}") for i in range(1, 9)
+            for j in range(24)]
+    rows += [(t0 + timedelta(hours=3, minutes=k), f"n{i:02d}", "kernel", f"EDAC MC0: CE error {k}")
+             for i in range(1, 5) for k in range(9)]
+    return rows

@@ -3,7 +3,7 @@ degenerate inputs never crash and behave as documented in docs/syslog.md ("Degen
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -95,7 +95,7 @@ def test_product_on_a_day_long_window(tmp_path):
     # Moment 03:05 (lines before 03:05): n01..n04 7 ticks + 5 = 12 >= 8, the others 7: 4 >= max(3, 0.25 x 8), the
     # vicinity turns wide and, the interval being the whole day, stays wide to the day's last moment (00:00 next
     # day), by when all 8 nodes reached 8 lines: one event, no node alarm
-    from syslog_cap_helpers import stage_syslog
+    from syslog_cap_helpers import four_node_burst, stage_syslog
 
     from nodewatch.tasks.core.runs import new_run_id
     from nodewatch.tasks.core.store import Store
@@ -103,10 +103,7 @@ def test_product_on_a_day_long_window(tmp_path):
     from nodewatch.tasks.syslog.settings import SyslogSettings
 
     t0 = datetime(2026, 3, 2, tzinfo=UTC)
-    rows = [(t0 + timedelta(hours=2, minutes=10 * j), f"n{i:02d}", "app", f"tick {i}") for i in range(1, 9)
-            for j in range(24)]
-    rows += [(t0 + timedelta(hours=3, minutes=k), f"n{i:02d}", "kernel", f"EDAC MC0: CE error {k}")
-             for i in range(1, 5) for k in range(9)]
+    rows = four_node_burst(t0)
     st = Store(str(tmp_path / "store"))
     stage_syslog(st, rows)
     cfg = SyslogSettings(filtered=False, window_min=1440, extra_windows=[(1440, 8.0)], wide_interval_min=1440)

@@ -83,17 +83,14 @@ def test_product_reports_a_vicinity_event_instead_of_node_alarms(tmp_path):
     # the low cluster is the majority (centre 1, rho 0 -> 1): scores 9 > 3, 10 >= 8: four node alarms without
     # Eq. S3. With it: 4 nodes at the floor >= max(3, 0.25 x 8): one global event at 03:10 and 03:15 (the interval
     # still holds 03:10), no abnormal row. The 30-min window never reaches 15 (3 ticks + 9 = 12).
-    from syslog_cap_helpers import stage_syslog
+    from syslog_cap_helpers import four_node_burst, stage_syslog
 
     from nodewatch.tasks.core.runs import new_run_id
     from nodewatch.tasks.core.store import Store
     from nodewatch.tasks.syslog.detect import analyse_day
 
     t0 = datetime(2026, 3, 2, tzinfo=UTC)
-    rows = [(t0 + timedelta(hours=2, minutes=10 * j), f"n{i:02d}", "app", f"tick {i}") for i in range(1, 9)
-            for j in range(24)]
-    rows += [(t0 + timedelta(hours=3, minutes=k), f"n{i:02d}", "kernel", f"EDAC MC0: CE error {k}")
-             for i in range(1, 5) for k in range(9)]
+    rows = four_node_burst(t0)
     st = Store(str(tmp_path / "store"))
     stage_syslog(st, rows)
     day = t0.date()
@@ -147,7 +144,7 @@ def test_events_and_alarms_are_published_together_or_not_at_all(tmp_path):
     import signal
     import time
 
-    from syslog_cap_helpers import stage_syslog
+    from syslog_cap_helpers import four_node_burst, stage_syslog
 
     from nodewatch.tasks.core.faults import FAULT_ENV
     from nodewatch.tasks.core.runs import new_run_id
@@ -155,10 +152,7 @@ def test_events_and_alarms_are_published_together_or_not_at_all(tmp_path):
     from nodewatch.tasks.syslog.detect import analyse_day
 
     t0 = datetime(2026, 3, 2, tzinfo=UTC)
-    rows = [(t0 + timedelta(hours=2, minutes=10 * j), f"n{i:02d}", "app", f"tick {i}") for i in range(1, 9)
-            for j in range(24)]
-    rows += [(t0 + timedelta(hours=3, minutes=k), f"n{i:02d}", "kernel", f"EDAC MC0: CE error {k}")
-             for i in range(1, 5) for k in range(9)]
+    rows = four_node_burst(t0)
     st = Store(str(tmp_path / "store"))
     stage_syslog(st, rows)
     day, ds = t0.date(), "2026-03-02"
