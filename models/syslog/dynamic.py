@@ -34,6 +34,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from nodewatch.models.syslog.vicinity import two_means_threshold
@@ -126,6 +128,18 @@ def label_detect(sg: np.ndarray, labels: np.ndarray, factor: float, min_sg: floa
     return flags, score
 
 
+def _departing(bins: np.ndarray, windows: list[tuple[int, float]], interval: int,
+               known: np.ndarray | None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Per window ``(k, min_sg)`` of Eq. S3, two (nodes x moments) masks: the node's sliding SG (Eq. S1, ``k``
+    bins) reached ``max(min_sg, 1)`` at one of the moments ``t - interval + 1 .. t``, and the node is live (SG > 0)
+    at ``t``; both False where ``known`` (an explained burst counts neither as departing nor as live)."""
+    b = np.asarray(bins)
+    unknown = np.ones(b.shape, bool) if known is None else ~np.asarray(known, bool)
+    for k, min_sg in windows:
+        sg = sliding_sg(b, int(k))
+        yield sliding_any((sg >= max(float(min_sg), 1.0)) & unknown, int(interval)) & unknown, (sg > 0) & unknown
+
+
 def vicinity_wide(bins: np.ndarray, groups: list[np.ndarray], windows: list[tuple[int, float]], interval: int,
                   min_nodes: int = 3, min_share: float = 0.25, known: np.ndarray | None = None) -> np.ndarray:
     """Eq. S3: vicinity-moments in which the vicinity departs as a whole (module doc), shape ``(len(groups), moments)``.
@@ -137,17 +151,13 @@ def vicinity_wide(bins: np.ndarray, groups: list[np.ndarray], windows: list[tupl
     boots: a known outage, e.g. a row's maintenance reboots); they count neither as departing nor as live.
     ``interval`` <= 0: never.
     """
-    b = np.asarray(bins)
-    wide = np.zeros((len(groups), b.shape[1]), bool)
+    wide = np.zeros((len(groups), np.shape(bins)[1]), bool)
     if interval <= 0:
         return wide
-    unknown = np.ones(b.shape, bool) if known is None else ~np.asarray(known, bool)
-    for k, min_sg in windows:
-        sg = sliding_sg(b, int(k))
-        recent = sliding_any((sg >= max(float(min_sg), 1.0)) & unknown, int(interval))
+    for reached, live in _departing(bins, windows, interval, known):
         for j, g in enumerate(groups):
-            n_hi = (recent[g] & unknown[g]).sum(axis=0)
-            n_live = ((sg[g] > 0) & unknown[g]).sum(axis=0)
+            n_hi = reached[g].sum(axis=0)
+            n_live = live[g].sum(axis=0)
             wide[j] |= n_hi >= np.maximum(float(min_nodes), min_share * n_live)
     return wide
 
@@ -161,22 +171,17 @@ def label_wide(bins: np.ndarray, labels: np.ndarray, windows: list[tuple[int, fl
     membership taken at ``t``). Idle nodes (label ``-1``) belong to no vicinity; ``known`` as in
     :func:`vicinity_wide`; ``interval`` <= 0: never.
     """
-    b = np.asarray(bins)
     lab = np.asarray(labels)
     n_lab = int(lab.max()) + 1 if lab.size else 0
-    w = b.shape[1]
+    w = np.shape(bins)[1]
     wide = np.zeros((n_lab, w), bool)
     if interval <= 0 or n_lab == 0:
         return wide
-    unknown = np.ones(b.shape, bool) if known is None else ~np.asarray(known, bool)
     node, mom = np.nonzero(lab >= 0)
     key = lab[node, mom] * w + mom
-    for k, min_sg in windows:
-        sg = sliding_sg(b, int(k))
-        recent = sliding_any((sg >= max(float(min_sg), 1.0)) & unknown, int(interval))
-        ok = unknown[node, mom]
-        n_hi = np.bincount(key, weights=recent[node, mom] & ok, minlength=n_lab * w).reshape(n_lab, w)
-        n_live = np.bincount(key, weights=(sg[node, mom] > 0) & ok, minlength=n_lab * w).reshape(n_lab, w)
+    for reached, live in _departing(bins, windows, interval, known):
+        n_hi = np.bincount(key, weights=reached[node, mom], minlength=n_lab * w).reshape(n_lab, w)
+        n_live = np.bincount(key, weights=live[node, mom], minlength=n_lab * w).reshape(n_lab, w)
         wide |= (n_hi >= np.maximum(float(min_nodes), min_share * n_live)) & (n_hi > 0)
     return wide
 
