@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
-import torch
 
 from nodewatch.models.predict.ensemble import epoch_negatives, fit_lstm_voter, stratified_weights, stratum_pools
 from nodewatch.models.predict.features import FEATURES
 from nodewatch.tasks.predict.dataset import ANOMALY_KINDS, PREDICTOR_METRICS, Sequences, busy, hard_strata
 from nodewatch.tasks.predict.evaluate import fit_ensemble_and_voter
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread() -> Iterator[None]:
-    """The voter and networks here are tiny: a second intra-op thread only adds contention (40x slower on a loaded
-    2-core machine); restored after the module."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_without_strata_the_epoch_sample_is_the_old_uniform_draw() -> None:

@@ -3,12 +3,9 @@ failures, a node with fewer samples than one prediction needs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from nodewatch.models.predict.ensemble import LeadTimeEnsemble, fit_lstm_voter
 from nodewatch.tasks.predict.dataset import Sequences
@@ -16,13 +13,7 @@ from nodewatch.tasks.predict.evaluate import held_out_rows
 from nodewatch.tasks.predict.registry import LoadedPredictor
 from nodewatch.tasks.predict.score import score_node
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread() -> Iterator[None]:
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
