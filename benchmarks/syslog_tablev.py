@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from nodewatch.models.syslog.dynamic import (  # noqa: E402
     allocation_labels,
     failure_time_groups,
-    label_detect,
+    label_multi_window,
     label_wide,
     multi_window_detect,
     sliding_any,
@@ -269,13 +269,8 @@ def evaluate(a: argparse.Namespace, cfg: SyslogSettings, sim: SimConfig, sched: 
             wins = windows_of(c, a.bin_min)
             jw = label_wide(b_, jobs, wins, c.wide_interval_min // a.bin_min, c.wide_min_nodes, c.wide_min_share,
                             boots["anonymised" if "anonymised" in v else "raw"])
-            in_wide = np.zeros(b_.shape, bool)
-            ji, jt = np.nonzero(jobs >= 0)
-            in_wide[ji, jt] = jw[jobs[ji, jt], jt]
-            f = np.zeros(b_.shape, bool)
-            for kb, floor in wins:
-                f |= label_detect(s if kb == wins[0][0] else sliding_sg(b_, kb), jobs, c.density_factor, floor)[0]
-            f &= ~in_wide
+            sgs = [s if kb == wins[0][0] else sliding_sg(b_, kb) for kb, _ in wins]
+            f = label_multi_window(sgs, jobs, [floor for _, floor in wins], c.density_factor, jw)[0]
         elif vic in ("rack_arch|job", "rack_arch&job"):
             f1_, f2_ = run(v, "rack_arch", c), run(v, "job", c)
             f = (f1_ | f2_) if "|" in vic else (f1_ & f2_)

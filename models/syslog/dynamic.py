@@ -186,6 +186,30 @@ def label_wide(bins: np.ndarray, labels: np.ndarray, windows: list[tuple[int, fl
     return wide
 
 
+def label_multi_window(sgs: list[np.ndarray], labels: np.ndarray, floors: list[float], factor: float,
+                       wide: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Eq. S2 inside every (moment, label) group of ``labels`` (a job's nodes, :func:`allocation_labels`): the
+    two-means threshold of :func:`label_detect` on each window's sliding SG ``sgs[i]`` with its floor ``floors[i]``,
+    abnormal in any window; a node whose label is wide at that moment (``wide`` from :func:`label_wide`, Eq. S3:
+    the job departed as a whole) is no alarm. Returns ``(abnormal, score, which)``: ``which`` the first window
+    with the highest score among those that flag the (node, moment)."""
+    lab = np.asarray(labels)
+    in_wide = np.zeros(lab.shape, bool)
+    ji, jt = np.nonzero(lab >= 0)
+    in_wide[ji, jt] = np.asarray(wide, bool)[lab[ji, jt], jt]
+    flags = np.zeros(lab.shape, bool)
+    score = np.zeros(lab.shape)
+    which = np.zeros(lab.shape, np.int64)
+    for i, (sg, floor) in enumerate(zip(sgs, floors, strict=True)):
+        f, sc = label_detect(sg, lab, factor, floor)
+        f &= ~in_wide
+        take = f & (~flags | (sc > score))
+        which = np.where(take, i, which)
+        flags |= f
+        score = np.where(take, sc, score)
+    return flags, score, which
+
+
 def multi_window_detect(bins: np.ndarray, groups: list[np.ndarray], windows: list[tuple[int, float]],
                         factor: float, wide: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Eq. S2: union over ``windows`` = ``[(k bins, min_sg), ...]`` of the two-means relative-density threshold

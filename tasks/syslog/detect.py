@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 
 from nodewatch.models.syslog.dynamic import (
     allocation_labels,
-    label_detect,
+    label_multi_window,
     label_wide,
     multi_window_detect,
     sliding_any,
@@ -279,19 +279,12 @@ def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, expor
             flags[:], score[:] = False, 0.0
         jl, job_ids = job_labels(store, nodes, day, moments)
         jwide = label_wide(bins, jl, cfg.windows(), cfg.wide_bins(), cfg.wide_min_nodes, cfg.wide_min_share, booting)
-        in_wide = np.zeros(bins.shape, bool)
-        ji, jt = np.nonzero(jl >= 0)
-        in_wide[ji, jt] = jwide[jl[ji, jt], jt]
-        job_take = np.zeros(bins.shape, bool)
-        for wi_, (_, floor) in enumerate(cfg.windows()):  # Eq. S2 in every job, Eq. S3: a job-wide burst is no alarm
-            jf, js = label_detect(sgs[wi_], jl, cfg.density_factor, floor)
-            jf &= ~in_wide
-            take = jf & (~flags | (js > score))
-            which = np.where(take, wi_, which)
-            flags |= jf
-            score = np.where(take, js, score)
-            job_take |= take
-        for i, w in zip(*np.nonzero(job_take & flags), strict=True):
+        jf, js, jwhich = label_multi_window(sgs, jl, floors, cfg.density_factor, jwide)  # Eq. S2 per job, S3: no alarm
+        take = jf & (~flags | (js > score))  # the job vicinity decides where it scores higher than the static one
+        which = np.where(take, jwhich, which)
+        flags |= jf
+        score = np.where(take, js, score)
+        for i, w in zip(*np.nonzero(take), strict=True):
             vic_label[i, w] = f"job {job_ids[jl[i, w]]}"
             peer_sel[(int(i), int(w))] = np.flatnonzero(jl[:, w] == jl[i, w])
         events += label_events(jwide, jl, [f"job {j}" for j in job_ids], sgs, floors, moments, wbins, cfg.step_min)
