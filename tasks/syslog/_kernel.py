@@ -85,3 +85,48 @@ def scan(buf, offsets, max_bytes, ntok):  # pragma: no cover - compiled
                     hv = (hv ^ np.uint64(buf[q])) * _FNV_PRIME
         h[i] = hv
     return h, ts, te, td
+
+
+@njit(cache=True, nogil=True)
+def param_tokens(ntok, ok, tstart, flags):  # pragma: no cover - compiled
+    """Indices of the parameter tokens of every row, and their count per row.
+
+    Row ``i`` owns tokens ``sum(ntok[:i]) ... + ntok[i]``; where ``ok[i]``, its token ``q`` is a parameter when
+    ``flags[tstart[i] + q]`` (the template's ``<*>`` positions, all templates' flags concatenated). Rows that are
+    not ``ok`` give none. Replaces five token-length numpy temporaries (repeat, arange, two gathers, a mask).
+    """
+    n = ntok.size
+    per_row = np.zeros(n, np.int32)
+    total = 0
+    for i in range(n):
+        if ok[i]:
+            c = 0
+            b = tstart[i]
+            for q in range(ntok[i]):
+                if flags[b + q]:
+                    c += 1
+            per_row[i] = c
+            total += c
+    idx = np.empty(total, np.int64)
+    j = 0
+    t = 0
+    for i in range(n):
+        if ok[i] and per_row[i] > 0:
+            b = tstart[i]
+            for q in range(ntok[i]):
+                if flags[b + q]:
+                    idx[j] = t + q
+                    j += 1
+        t += ntok[i]
+    return idx, per_row
+
+
+@njit(cache=True, nogil=True)
+def first_rows(codes, k):  # pragma: no cover - compiled
+    """First row of each of the ``k`` codes (codes numbered in order of first appearance, e.g. ``pd.factorize``)."""
+    out = np.full(k, -1, np.int64)
+    for i in range(codes.size):
+        c = codes[i]
+        if out[c] < 0:
+            out[c] = i
+    return out

@@ -201,6 +201,8 @@ class TemplateMiner:
 
     def _assign_compiled(self, msgs: pa.Array, counts: MineCounts) -> Assignment:
         """:meth:`assign` through one compiled pass over the bytes (:mod:`nodewatch.tasks.syslog._kernel`)."""
+        import pandas as pd
+
         from nodewatch.tasks.ingest._syslog_kernel import strings
         from nodewatch.tasks.syslog import _kernel as kern
 
@@ -211,19 +213,20 @@ class TemplateMiner:
         mx = self.max_message_chars
         ntok = kern.count_tokens(buf, offsets, mx)
         h, ts, te, td = kern.scan(buf, offsets, mx, ntok)
-        _, first, inv = np.unique(h, return_index=True, return_inverse=True)
-        order = np.argsort(first, kind="stable")  # shapes in order of first appearance, as drain3 would see them
+        # shapes in order of first appearance, as drain3 would see them (a hash table, not a sort)
+        inv, uniq = pd.factorize(h, sort=False)
+        first = kern.first_rows(inv, len(uniq))
         tok0 = np.concatenate([[0], np.cumsum(ntok)])
-        raw = buf.tobytes()
-        shape_cid = np.empty(len(first), np.int64)
+        shape_cid = np.empty(len(uniq), np.int64)
         before = self.created_this_run
-        for u in order.tolist():
+        for u in range(len(uniq)):
             r = int(first[u])
-            toks = [PARAM if td[k] else raw[ts[k]:te[k]].decode("utf-8", "replace") for k in range(tok0[r], tok0[r + 1])]
+            toks = [PARAM if td[k] else buf[ts[k]:te[k]].tobytes().decode("utf-8", "replace")
+                    for k in range(tok0[r], tok0[r + 1])]
             shape_cid[u] = self._add_shape(" ".join(toks))
-        counts.shapes = len(first)
+        counts.shapes = len(uniq)
         counts.new_templates = self.created_this_run - before
-        tid = shape_cid[inv.reshape(-1)]
+        tid = shape_cid[inv]
         counts.overflow = int((tid == OVERFLOW_ID).sum())
         truncated = np.diff(offsets) > mx
         counts.truncated = int(truncated.sum())
@@ -234,18 +237,17 @@ class TemplateMiner:
         tlen = np.array([len(tpl[i]) for i in ids], np.int64)
         toff = np.concatenate([[0], np.cumsum(tlen)[:-1]])
         flags = np.fromiter((t == PARAM for i in ids for t in tpl[i]), bool, int(tlen.sum()))
-        pos_of = np.clip(np.searchsorted(ids, tid), 0, len(ids) - 1)
-        known = (ids[pos_of] == tid) & ~truncated
+        lut = np.full(int(ids[-1]) + 2, -1, np.int64)  # template id + 1 -> position in ids (-1: none)
+        lut[ids + 1] = np.arange(len(ids))
+        pos_of = lut[np.clip(tid, OVERFLOW_ID, int(ids[-1])) + 1]
+        known = (pos_of >= 0) & ~truncated
+        pos_of = np.maximum(pos_of, 0)
         ok = known & (ntok == tlen[pos_of])
         counts.param_mismatch = int((known & ~ok).sum())
-        row_of_tok = np.repeat(np.arange(n), ntok)
-        pos_in_row = np.arange(len(ts), dtype=np.int64) - np.repeat(tok0[:-1], ntok)
-        okt = ok[row_of_tok]
-        take = np.zeros(len(ts), bool)
-        take[okt] = flags[toff[pos_of[row_of_tok[okt]]] + pos_in_row[okt]]
-        values = strings(buf, int(offsets[-1]), ts[take], te[take])
-        per_row = np.bincount(row_of_tok[take], minlength=n).astype(np.int32)
-        new_off = np.concatenate([[0], np.cumsum(per_row)]).astype(np.int32)
+        idx, per_row = kern.param_tokens(ntok, ok, toff[pos_of], flags)
+        values = strings(buf, int(offsets[-1]), ts[idx], te[idx])
+        new_off = np.zeros(n + 1, np.int32)
+        np.cumsum(per_row, out=new_off[1:])
         params = pa.ListArray.from_arrays(pa.array(new_off, pa.int32()), values, mask=pa.array(~ok))
         return Assignment(tid, params, counts)
 

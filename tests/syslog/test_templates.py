@@ -171,3 +171,26 @@ def test_whitespace_variants_are_one_shape():
     a = m.assign(["alice logged in 7", "\talice  logged in 8 ", "alice logged\r\nin 9"])
     assert len(set(a.template_id.tolist())) == 1 and a.counts.shapes == 1
     assert a.params.to_pylist() == [["7"], ["8"], ["9"]]
+
+
+def test_compiled_gather_kernels_by_hand():
+    import numpy as np
+
+    from nodewatch.tasks.syslog import _kernel as kern
+
+    # rows of 3, 2, 0 and 4 tokens; row 3 not ok; template flags concatenated: [F T T] [T F]
+    flags = np.array([False, True, True, True, False])
+    idx, per_row = kern.param_tokens(np.array([3, 2, 0, 4]), np.array([True, True, True, False]),
+                                     np.array([0, 3, 5, 0]), flags)
+    assert idx.tolist() == [1, 2, 3] and per_row.tolist() == [2, 1, 0, 0]
+    idx, per_row = kern.param_tokens(np.zeros(0, np.int64), np.zeros(0, bool), np.zeros(0, np.int64), flags)
+    assert idx.size == 0 and per_row.size == 0
+    assert kern.first_rows(np.array([0, 1, 0, 2, 1]), 3).tolist() == [0, 1, 3]
+
+
+def test_overflow_rows_have_null_parameters():
+    m = TemplateMiner(max_new_templates=1)
+    a = m.assign(["alpha 1 beta", "gamma delta 2", "alpha 7 beta", "gamma delta 3"])
+    assert a.template_id.tolist()[1] == OVERFLOW_ID and a.template_id.tolist()[3] == OVERFLOW_ID
+    assert a.counts.overflow == 2 and a.counts.param_mismatch == 0
+    assert a.params.to_pylist() == [["1"], None, ["7"], None]
