@@ -263,7 +263,8 @@ def analyse_day(store: Store, day: date, run_id: str, cfg: SyslogSettings, expor
     staged = tr.source
     boot = pc.fill_null(pc.match_substring_regex(staged["message"], BOOT_RE), False)
     b = staged.filter(boot)
-    b_idx = np.array([nodes.index(n) if n in nodes else -1 for n in b["node"].to_pylist()], np.int64)
+    pos = {n: i for i, n in enumerate(nodes)}
+    b_idx = np.array([pos.get(n, -1) for n in b["node"].to_pylist()], np.int64)
     booting = sliding_any(sg_matrix(pc.cast(b["time"], pa.int64()).to_numpy(), b_idx, len(nodes), d0, step_ns, n_win) > 0, k)
     static = cfg.vicinity.split("|")[0] if cfg.vicinity != "job" else "global"
     groups, labels = vicinities(store, nodes, static)
