@@ -33,15 +33,19 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 
-def tiled(data: dict[str, object], copies: int, history: int, seed: int = 0) -> dict[str, object]:
+def tiled(data: dict[str, object], copies: int, history: int, seed: int = 0,
+          std_idx: tuple[int, ...] = ()) -> dict[str, object]:
     """The 64-node arrays tiled ``copies`` times: window means (node, time, metric) of history and night,
-    node names, racks, architectures and jobs of every copy renamed."""
+    node names, racks, architectures and jobs of every copy renamed; ``hist_std`` / ``night_std`` the window std
+    of the metrics ``std_idx`` (the sustained channels of the verdicts), None without."""
     agg, jobs, topo = data["agg"], data["jobs"], data["topo"]
     rng = np.random.default_rng(seed)
     base_nodes = topo["node"].tolist()
     nodes, racks, archs, frames = [], [], [], []
     hist0 = np.concatenate([a["mean"] for a in agg[:history]], axis=1)
     night0 = agg[history]["mean"]
+    sd = [np.concatenate([a["std"][..., list(std_idx)] for a in agg[:history]], axis=1), agg[history]["std"][..., list(std_idx)]]
+    sd = [np.tile(x, (copies, 1, 1)).astype(np.float32) for x in sd] if std_idx else [None, None]
     hist = np.empty((copies * hist0.shape[0],) + hist0.shape[1:], dtype=np.float32)
     night = np.empty((copies * night0.shape[0],) + night0.shape[1:], dtype=np.float32)
     n0 = len(base_nodes)
@@ -55,7 +59,8 @@ def tiled(data: dict[str, object], copies: int, history: int, seed: int = 0) -> 
         frames.append(jobs.assign(job_id=[f"{c}-{j}" for j in jobs["job_id"]],
                                   node_list=[[ren[x] for x in nl if x in ren] for nl in jobs["node_list"]]))
     return {"hist": hist, "night": night, "nodes": nodes, "racks": np.array(racks, dtype=object),
-            "archs": np.array(archs, dtype=object), "jobs": pd.concat(frames, ignore_index=True)}
+            "archs": np.array(archs, dtype=object), "jobs": pd.concat(frames, ignore_index=True),
+            "hist_std": sd[0], "night_std": sd[1]}
 
 
 def build_store(root: Path, t: dict[str, object], days: list[object], history: int) -> None:
@@ -137,6 +142,8 @@ def main() -> None:
     ap.add_argument("--store", type=Path, default=None, help="also run the whole nightly step on a cube written here")
     ap.add_argument("--infer-gap", type=int, default=None,
                     help="VerdictConfig.infer_gap for the timed judge_day (default: VerdictConfig's; 1 = 24c5b08)")
+    ap.add_argument("--no-sustained", action="store_true",
+                    help="without the sustained window-std channel (VerdictConfig.sustained_k=0: the c011c5e path)")
     ap.add_argument("--judge-store", type=Path, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--day", default="", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -144,7 +151,13 @@ def main() -> None:
         judge_store(a.judge_store, a.day)
         return
     data = prepare(a.seed, 64, a.history, 3, False, a.cache)  # the alert_quality cache (3 nights); night 1 judged
-    t = tiled(data, a.copies, a.history)
+    from nodewatch.models.anomaly.verdicts import VerdictConfig
+    from nodewatch.tasks.anomaly.verdicts import sustained_index
+
+    vcfg = VerdictConfig() if a.infer_gap is None else VerdictConfig(infer_gap=a.infer_gap)
+    if a.no_sustained:
+        vcfg = VerdictConfig(infer_gap=vcfg.infer_gap, sustained_k=0)
+    t = tiled(data, a.copies, a.history, std_idx=tuple(sustained_index(list(METRIC_NAMES), vcfg)))
     days = data["days"]
     ht = np.array([np.datetime64(days[i].tz_localize(None)) + np.timedelta64(15 * j, "m")
                    for i in range(a.history) for j in range(96)], dtype="datetime64[ns]")
@@ -152,14 +165,11 @@ def main() -> None:
                   dtype="datetime64[ns]")
     jobs = t["jobs"]
     known = jobs[pd.to_datetime(jobs["end_time"], utc=True) < days[a.history + 1]]  # as staged at night
-    from nodewatch.models.anomaly.verdicts import VerdictConfig
-
-    vcfg = VerdictConfig() if a.infer_gap is None else VerdictConfig(infer_gap=a.infer_gap)
     load = os.getloadavg()
     t0 = time.perf_counter()
     c0 = time.process_time()
     res = judge_day(t["hist"], ht, t["night"], nt, t["nodes"], list(METRIC_NAMES), t["racks"], t["archs"], known, WINDOW,
-                    vcfg)
+                    vcfg, hist_std=t["hist_std"], night_std=t["night_std"])
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     t0 = time.perf_counter()
     base = own_history_baseline(t["hist"], t["night"])

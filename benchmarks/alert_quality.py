@@ -292,7 +292,7 @@ def run_cluster(seed: int, size: int, history: int, nights: int, epochs: int, wi
     ``vcfg``: the verdicts' :class:`~nodewatch.models.anomaly.verdicts.VerdictConfig` (default: its defaults)."""
     from nodewatch.models.anomaly.verdicts import VerdictConfig, day_group_scores
     from nodewatch.models.anomaly.vicinity import own_history_baseline
-    from nodewatch.tasks.anomaly.verdicts import judge_day
+    from nodewatch.tasks.anomaly.verdicts import judge_day, sustained_index
     from nodewatch.tasks.simulate.metrics import METRIC_NAMES
 
     rows: list[dict[str, object]] = []
@@ -324,7 +324,9 @@ def run_cluster(seed: int, size: int, history: int, nights: int, epochs: int, wi
             # what the nightly run has staged: the sacct files up to the night (jobs that ended by midnight);
             # --running-jobs adds the jobs still running at midnight (a sacct --state=RUNNING dump, not staged today)
             known = jobs if running_jobs else jobs[pd.to_datetime(jobs["end_time"], utc=True) < days[nd + 1]]
-            res = judge_day(hist["mean"], ht, night["mean"], nt, nodes, metrics, racks, archs, known, WINDOW, vcfg)
+            si = sustained_index(metrics, vcfg)  # type: ignore[arg-type]
+            res = judge_day(hist["mean"], ht, night["mean"], nt, nodes, metrics, racks, archs, known, WINDOW, vcfg,
+                            hist_std=hist["std"][..., si], night_std=night["std"][..., si])
             t_v = time.perf_counter() - t0
             vnodes = {n for r in res["rows"] for n in r["members"]}
             methods = {"verdicts": (res["window_flags"], vnodes, t_v)}
@@ -462,6 +464,10 @@ def main() -> None:
                     help="idle-looking windows in a row inside an inferred running job (default: VerdictConfig; 1 = 24c5b08)")
     ap.add_argument("--rare-quantum", action="store_true",
                     help="own-history scales with the rare-quantum floor (Eq. Q1; evaluated at 750ace9, not the default)")
+    ap.add_argument("--no-sustained", action="store_true",
+                    help="verdicts without the sustained window-std channel (VerdictConfig.sustained_k=0: the c011c5e path)")
+    ap.add_argument("--sustained-k", type=int, default=None,
+                    help="windows accumulated by the sustained channel (Eq. A1; default: VerdictConfig)")
     ap.add_argument("--per-day-fit", action="store_true",
                     help="node thresholds from one tail fit per held-back day (median); default: one pooled fit")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON lines here")
@@ -476,6 +482,10 @@ def main() -> None:
         vcfg = replace(vcfg, infer_gap=a.infer_gap)
     if a.rare_quantum:
         vcfg = replace(vcfg, rare_quantum=True)
+    if a.sustained_k is not None:
+        vcfg = replace(vcfg, sustained_k=a.sustained_k)
+    if a.no_sustained:
+        vcfg = replace(vcfg, sustained_k=0)
     for size in a.sizes:
         for seed in a.seeds:
             rows += run_cluster(seed, size, a.history, a.nights, a.epochs, not a.no_ruad, a.clean, a.cache, a.running_jobs, vcfg)

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from nodewatch.models.anomaly.sustained import signed_fused, trailing_evidence
 from nodewatch.models.anomaly.vicinity import (
     MAD_TO_SIGMA,
     Reference,
@@ -122,6 +123,17 @@ class VerdictConfig:
     idle-looking runs inside *known* allocations are at most 3 windows long (1 covered 32-43%); with 1, jobs
     running at midnight whose phases look idle for 30-45 min were split, their earlier part judged as idle
     windows: the largest share of false node alerts on clean clusters (docs/verdicts.md)"""
+    sustained_metrics: tuple[str, ...] = ("power_node",)
+    """metrics whose window **standard deviation** is judged as a sustained-shift channel ``<name> (std, k)``
+    (:mod:`~nodewatch.models.anomaly.sustained`): its per-window z (log window std against the node's own
+    history per job state, one-sided scale Eq. A2, not judged in job start/stop windows) accumulated over the
+    last ``sustained_k`` windows (Eq. A1). A failing power supply's ripple leaves the mean unchanged and moves
+    one window's std by ~3 sigma, below the budget's level; over 4 windows it reaches 5-12 (dev seeds)"""
+    sustained_k: int = 4
+    """windows accumulated by Eq. A1 (4 = 1 h of 15-min windows); 0 switches the sustained channels off (the
+    c011c5e path)"""
+    sustained_clip: float = 3.0
+    """per-window z below ``-sustained_clip`` count as ``-sustained_clip`` in Eq. A1 (a calm window's log std)"""
 
 
 @dataclass
@@ -143,6 +155,9 @@ class DayInputs:
     first_inferred_job: int | None = None
     """job indices from this one on are inferred from telemetry (:mod:`~nodewatch.models.anomaly.running_jobs`),
     not known allocations: their nodes are no job peers for :func:`job_peer_z`"""
+    sustained: np.ndarray | None = None
+    """(metric,) bool: channels judged by their accumulated evidence over ``cfg.sustained_k`` windows (Eq. A1 of
+    :mod:`~nodewatch.models.anomaly.sustained`) instead of window by window; ``None``: none"""
 
 
 @dataclass
@@ -308,8 +323,17 @@ def _labels_index(labels: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def evidence(day: DayInputs, ref: Reference, cfg: VerdictConfig) -> Evidence:
-    """Temporal and vicinity evidence of one day (module docstring, steps 1-4)."""
+    """Temporal and vicinity evidence of one day (module docstring, steps 1-4).
+
+    Sustained channels (``day.sustained``, Eq. A1 of :mod:`~nodewatch.models.anomaly.sustained`): not judged in
+    job start/stop windows (a step of the mean inside a window is a large window std), left out of the job-peer
+    channel and of the group shifts; their fused evidence is the one-sided trailing sum over ``cfg.sustained_k``
+    windows of the signed fused z (:func:`~nodewatch.models.anomaly.sustained.signed_fused`).
+    """
     d, sc = conditioned_deviation(day.x, day.busy, ref, day.transition)
+    sus = np.zeros(d.shape[2], dtype=bool) if day.sustained is None else np.asarray(day.sustained, dtype=bool)
+    if sus.any():
+        d[..., sus] = np.where(np.asarray(day.transition, dtype=bool)[:, :, None], np.nan, d[..., sus])
     z = d / sc
     if ref.levels is not None:  # Eq. E2: no larger than the empirical surprise of that deviation for the node
         z = np.sign(z) * np.minimum(np.abs(z), empirical_cap(d, day.busy, ref, day.transition))
@@ -332,6 +356,10 @@ def evidence(day: DayInputs, ref: Reference, cfg: VerdictConfig) -> Evidence:
     jq = job_peer_z(d, peer, day.transition, cfg) if peer else None
     # rack and architecture vicinities, judged on what the jobs do not explain
     ej = d / sc
+    if sus.any():  # a sustained channel is judged per node only
+        ej[..., sus] = np.nan
+        if jq is not None:
+            jq[..., sus] = np.nan
     groups: dict[tuple[str, str], np.ndarray] = {}
     members: dict[tuple[str, str], np.ndarray] = {}
     racks, archs = _labels_index(day.racks), _labels_index(day.archs)
@@ -365,6 +393,10 @@ def evidence(day: DayInputs, ref: Reference, cfg: VerdictConfig) -> Evidence:
                 members[("architecture", name)] = idx
     e = d / sc
     fused = np.minimum(np.abs(z), np.abs(e))
+    if sus.any():  # Eq. A1: one-sided, accumulated over the last k windows
+        acc = trailing_evidence(signed_fused(z[..., sus], e[..., sus]).transpose(0, 2, 1), max(cfg.sustained_k, 1),
+                                cfg.sustained_clip).transpose(0, 2, 1)
+        fused[..., sus] = np.maximum(np.nan_to_num(acc, nan=0.0), 0.0)
     if jq is not None:  # a node far from job peers that agree counts even if its own history has adapted
         jc = np.nan_to_num(np.minimum(jq, np.abs(e) * cfg.job_peer_z_cap), nan=0.0)
         if jc.shape[2] >= 2:  # ... on two metrics at least (one integer gauge's jump is not a CPU hog)

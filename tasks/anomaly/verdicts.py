@@ -24,6 +24,7 @@ import pandas as pd
 import pyarrow as pa
 
 from nodewatch.models.anomaly.running_jobs import infer_running
+from nodewatch.models.anomaly.sustained import upper_scale
 from nodewatch.models.anomaly.verdicts import (
     DayInputs,
     Evidence,
@@ -32,7 +33,13 @@ from nodewatch.models.anomaly.verdicts import (
     evidence,
     verdicts,
 )
-from nodewatch.models.anomaly.vicinity import fit_reference, log_transform, metric_offsets, own_history_baseline
+from nodewatch.models.anomaly.vicinity import (
+    Reference,
+    fit_reference,
+    log_transform,
+    metric_offsets,
+    own_history_baseline,
+)
 from nodewatch.tasks.core.store import Store
 
 AREA = "reports"
@@ -93,42 +100,75 @@ def _day_slices(times: np.ndarray) -> list[np.ndarray]:
 def judge_day(hist: np.ndarray, hist_times: np.ndarray, night: np.ndarray, night_times: np.ndarray, nodes: list[str],
               metrics: list[str], racks: np.ndarray, archs: np.ndarray, jobs: pd.DataFrame, step: pd.Timedelta,
               cfg: VerdictConfig | None = None, held_back_days: int = 7,
-              model_scores: np.ndarray | None = None) -> dict[str, Any]:
+              model_scores: np.ndarray | None = None, hist_std: np.ndarray | None = None,
+              night_std: np.ndarray | None = None) -> dict[str, Any]:
     """Judge one day from window means (node, time, metric) of its history and of the day itself.
 
+    ``hist_std`` / ``night_std`` (node, time, len(idx)): the window standard deviations of the metrics
+    :func:`sustained_index` picks (``cfg.sustained_metrics``), judged as sustained-shift channels
+    ``<name> (std, k)`` appended to the metrics (Eq. A1/A2 of :mod:`nodewatch.models.anomaly.sustained`); without
+    them, with no such metric or with ``cfg.sustained_k = 0`` only the means are judged.
+
     Returns ``rows`` (verdict dicts), ``window_flags`` (node, time) bool, ``evidence`` (the day's
-    :class:`~nodewatch.models.anomaly.verdicts.Evidence`), ``calibration`` and ``baseline`` (node, time)
-    window flags of the plain robust-z baseline.
+    :class:`~nodewatch.models.anomaly.verdicts.Evidence`), ``calibration``, ``baseline`` (node, time)
+    window flags of the plain robust-z baseline and ``metrics`` (the judged channels' names).
     """
     cfg = cfg or VerdictConfig()
     days = _day_slices(hist_times)
     if len(days) < held_back_days + 3:
         raise ValueError(f"need at least {held_back_days + 3} history days, got {len(days)}")
     ref_idx = np.concatenate(days[:-held_back_days])
+    n_mean = hist.shape[2]
+    base = own_history_baseline(hist, night)
+    idx = sustained_index(metrics, cfg)
+    if idx and hist_std is not None and night_std is not None:
+        if hist_std.shape != hist.shape[:2] + (len(idx),) or night_std.shape != night.shape[:2] + (len(idx),):
+            raise ValueError(f"window std arrays must be (node, time, {len(idx)}) beside the means")
+        hist = np.concatenate([hist, hist_std.astype(hist.dtype, copy=False)], axis=2)
+        night = np.concatenate([night, night_std.astype(night.dtype, copy=False)], axis=2)
+        metrics = list(metrics) + [f"{metrics[i]} (std, {cfg.sustained_k})" for i in idx]
+    sustained = np.arange(hist.shape[2]) >= n_mean
     off = metric_offsets(hist[:, ref_idx])
     xh = log_transform(hist, off)
     hb, ht, hj, _ = job_grid(jobs, nodes, hist_times, step, cfg.transition_windows)
-    ref = fit_reference(xh[:, ref_idx], hb[:, ref_idx], floor=cfg.scale_floor, empirical=cfg.empirical_cap,
+    xr = xh[:, ref_idx]
+    if sustained.any():  # the window std channels' reference without job starts/stops (evidence() skips them too)
+        xr = xr.copy()
+        xr[..., sustained] = np.where(ht[:, ref_idx][:, :, None], np.nan, xr[..., sustained])
+    ref = fit_reference(xr, hb[:, ref_idx], floor=cfg.scale_floor, empirical=cfg.empirical_cap,
                         rare_quantum=cfg.rare_quantum)
+    if sustained.any():  # Eq. A2: only a rise of the dispersion is evidence, its scale from the upper tail
+        ref.scale[..., sustained] = upper_scale(xr[..., sustained], hb[:, ref_idx], cfg.scale_floor)
     held: list[Evidence] = []
     for sl in days[-held_back_days:]:
         b, tr, jb, _ = job_grid(jobs, nodes, hist_times[sl], step, cfg.transition_windows)
-        held.append(evidence(DayInputs(xh[:, sl], b, tr, jb, racks, archs), ref, cfg))
+        held.append(evidence(DayInputs(xh[:, sl], b, tr, jb, racks, archs, None, sustained), ref, cfg))
     cal = calibrate(held, cfg)
     b, tr, jb, names = job_grid(jobs, nodes, night_times, step, cfg.transition_windows)
     xn = log_transform(night, off)
     inferred, first_inferred = 0, len(names)
     if cfg.infer_running and not knows_running(jobs, night_times, step):
         b0 = b
-        b, tr, jb, starts = infer_running(xn, ref, b, tr, jb, cfg.transition_windows, gap=cfg.infer_gap)
+        means_ref = Reference(ref.loc[..., :n_mean], ref.scale[..., :n_mean])  # Eq. 1 on the means alone
+        b, tr, jb, starts = infer_running(xn[..., :n_mean], means_ref, b, tr, jb, cfg.transition_windows,
+                                          gap=cfg.infer_gap)
         inferred = int((b & ~b0).any(axis=1).sum())
         names = names + [f"running since {pd.Timestamp(night_times[s]):%H:%M} (inferred)" for s in starts]
-    day = DayInputs(xn, b, tr, jb, racks, archs, first_inferred)
+    day = DayInputs(xn, b, tr, jb, racks, archs, first_inferred, sustained)
     ev = evidence(day, ref, cfg)
     rows, wflags = verdicts(ev, cal, day, nodes, metrics, night_times, cfg, model_scores, names)
-    base = own_history_baseline(hist, night)
     return {"rows": rows, "window_flags": wflags, "evidence": ev, "calibration": cal, "baseline": base,
-            "inferred_running": inferred}
+            "inferred_running": inferred, "metrics": metrics}
+
+
+def sustained_index(metrics: list[str], cfg: VerdictConfig | None = None) -> list[int]:
+    """Indices in ``metrics`` of ``cfg.sustained_metrics`` (in that order; absent ones skipped; none when
+    ``cfg.sustained_k`` is 0): the metrics whose window std :func:`judge_day` judges as sustained channels."""
+    cfg = cfg or VerdictConfig()
+    if cfg.sustained_k <= 0:
+        return []
+    pos = {m: i for i, m in enumerate(metrics)}
+    return [pos[m] for m in cfg.sustained_metrics if m in pos]
 
 
 def knows_running(jobs: pd.DataFrame, times: np.ndarray, step: pd.Timedelta) -> bool:
@@ -188,8 +228,9 @@ def _model_scores(store: Store, nodes: list[str], t0: np.datetime64, t1: np.date
         return None
 
 
-def read_day(store: Store, day: date, history_days: int = 21) -> dict[str, Any]:
-    """Arrays of ``day`` and the ``history_days`` before it from the telemetry cube, with jobs and topology."""
+def read_day(store: Store, day: date, history_days: int = 21, cfg: VerdictConfig | None = None) -> dict[str, Any]:
+    """Arrays of ``day`` and the ``history_days`` before it from the telemetry cube, with jobs and topology (and
+    the window std of ``cfg.sustained_metrics`` as ``hist_std`` / ``night_std``, None if the cube has none)."""
     from nodewatch.tasks.cubes import open_telemetry_cube
 
     ds = open_telemetry_cube(store)
@@ -202,6 +243,12 @@ def read_day(store: Store, day: date, history_days: int = 21) -> dict[str, Any]:
     mean = ds["mean"]
     hist = mean.sel(time=slice(h0, t0 - np.timedelta64(1, "ns")))
     night = mean.sel(time=slice(t0, t1 - np.timedelta64(1, "ns")))
+    hist_std = night_std = None
+    idx = sustained_index(metrics, cfg)
+    if idx and "std" in ds:
+        sd = ds["std"].isel(metric=idx)
+        hist_std = np.asarray(sd.sel(time=slice(h0, t0 - np.timedelta64(1, "ns"))).values, dtype=np.float32)
+        night_std = np.asarray(sd.sel(time=slice(t0, t1 - np.timedelta64(1, "ns"))).values, dtype=np.float32)
     racks, archs = _topology(store, nodes)
     if "rack" in ds.coords:
         cube_racks = np.array([str(r) for r in ds["rack"].values], dtype=object)
@@ -211,7 +258,7 @@ def read_day(store: Store, day: date, history_days: int = 21) -> dict[str, Any]:
         "hist": np.asarray(hist.values, dtype=np.float32), "hist_times": hist["time"].values,
         "night": np.asarray(night.values, dtype=np.float32), "night_times": night["time"].values,
         "racks": racks, "archs": np.where(archs == "", "unknown", archs), "jobs": read_jobs(store),
-        "model_scores": _model_scores(store, nodes, t0, t1),
+        "model_scores": _model_scores(store, nodes, t0, t1), "hist_std": hist_std, "night_std": night_std,
     }
 
 
@@ -285,11 +332,12 @@ def run_verdicts(store: Store, day: date, history_days: int = 21, cfg: VerdictCo
                  held_back_days: int = 7) -> dict[str, Any]:
     """Judge ``day`` from the store and write ``reports/<day>/verdicts.parquet`` and ``verdicts.md``."""
     cfg = cfg or VerdictConfig()
-    d = read_day(store, day, history_days)
+    d = read_day(store, day, history_days, cfg)
     if d["night"].shape[1] == 0:
         raise ValueError(f"no telemetry windows of {day.isoformat()} in the cube: build the day first")
     out = judge_day(d["hist"], d["hist_times"], d["night"], d["night_times"], d["nodes"], d["metrics"], d["racks"],
-                    d["archs"], d["jobs"], d["step"], cfg, held_back_days, d["model_scores"])
+                    d["archs"], d["jobs"], d["step"], cfg, held_back_days, d["model_scores"], d["hist_std"],
+                    d["night_std"])
     df = verdicts_frame(day, out["rows"])
     judged = int(np.isfinite(d["night"]).any(axis=(1, 2)).sum())
     info = {"nodes_judged": judged, "baseline_nodes": int(out["baseline"].any(axis=1).sum()),
