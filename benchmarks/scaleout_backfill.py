@@ -17,12 +17,14 @@ in one run, from copies of one staged store:
 4. ``slurm-untuned``: the same Slurm layout with ``NODEWATCH_TUNE_MALLOC=0`` (worker processes as before
    28 Nov: glibc's mmap threshold fixed by the nanny's ``MALLOC_TRIM_THRESHOLD_``, see
    ``tasks/cubes/cluster.py: tune_malloc``), so the fix is measured against its baseline in the same run;
-5. with ``--day-per-task``: Slurm again with one day per task (``MAX_DAYS_PER_TASK = 1``: the layout before
+5. ``slurm-<k>jobs``: the Slurm layout with k one-CPU jobs instead of ``--jobs`` (7 days on 4 jobs: 7 one-day
+   tasks, 4 processes time-sliced on the 2 cores, so whole days no longer cap the day phase at 7/4);
+6. with ``--day-per-task``: Slurm again with one day per task (``MAX_DAYS_PER_TASK = 1``: the layout before
    28 Nov, less its one fork per region) to show what grouping days gains, on the same cluster size;
-6. ``one-local-scan-names`` / ``slurm-scan-names``: the builds as before 28 Nov 11:00, a pass over the staged
+7. ``one-local-scan-names`` / ``slurm-scan-names``: the builds as before 28 Nov 11:00, a pass over the staged
    node/metric names before any day (``read_geometry`` hidden from ``build_days``), where the default now takes
    the existing cube's axes and lets the scans report names off them;
-7. ``slurm-finish-on-workers`` (``--score``): each day's ``finish_day`` (summary, alerts, heat map, commit) as a
+8. ``slurm-finish-on-workers`` (``--score``): each day's ``finish_day`` (summary, alerts, heat map, commit) as a
    task on the Slurm workers (``run_on``) instead of on this host.
 
 ``--layouts`` picks and orders them (default: one-local, local, slurm, one-local-scan-names, slurm-scan-names;
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import statistics
 import tempfile
@@ -197,6 +200,9 @@ def build(root: Path, warm: Path, days: int, where: str, workers: int, score: bo
                 return timed(c)
         finally:
             build_mod.MAX_DAYS_PER_TASK = old
+    if m := re.fullmatch(r"slurm-(\d+)jobs", where):  # another number of one-CPU Slurm jobs than --jobs
+        with dask_client("slurm", n_workers=int(m.group(1))) as c:
+            return timed(c)
     if where == "one-local":
         from distributed import Client, LocalCluster
 
@@ -222,7 +228,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1,
                     help="run the layouts this many times, interleaved; the medians are compared")
     ap.add_argument("--layouts", default="one-local,local,slurm,one-local-scan-names,slurm-scan-names",
-                    help="comma-separated: one-local, local, slurm, slurm-untuned, slurm-day-per-task, "
+                    help="comma-separated: one-local, local, slurm, slurm-untuned, slurm-<k>jobs, "
+                         "slurm-day-per-task, "
                          "one-local-scan-names, slurm-scan-names, slurm-finish-on-workers")
     args = ap.parse_args()
     from nodewatch.tasks.core.store import Store
@@ -257,7 +264,9 @@ def main() -> None:
                 root, warm = base / where, base / f"{where}-warm"
                 shutil.copytree(base / "staged", root)
                 shutil.copytree(base / "staged", warm)
-                wall = build(root, warm, args.days, where, args.jobs if where.startswith("slurm") else 1, args.score)
+                k = re.fullmatch(r"slurm-(\d+)jobs", where)
+                jobs = int(k.group(1)) if k else args.jobs if where.startswith("slurm") else 1
+                wall = build(root, warm, args.days, where, jobs, args.score)
                 runs.setdefault(where, []).append((wall, CUBES_S[0]))
                 if rep == 0:
                     chunks[where] = chunk_bytes(Store(str(root)), "telemetry.zarr")
@@ -279,6 +288,10 @@ def main() -> None:
                 print(f"slurm vs local 2x2 threads: {walls['local'] / walls['slurm']:.2f}x")
             if "slurm-untuned" in walls:
                 print(f"slurm, workers' malloc tuned vs untuned (before 28 Nov): {walls['slurm-untuned'] / walls['slurm']:.2f}x")
+            for w in walls:
+                if re.fullmatch(r"slurm-\d+jobs", w):
+                    print(f"{w}: ratio_{w.replace('-', '_')}={walls['one-local'] / walls[w]:.2f} "
+                          f"(cube phase {cubes['one-local'] / cubes[w]:.2f})")
             if "slurm-day-per-task" in walls:
                 print(f"slurm, days grouped vs one day per task: {walls['slurm-day-per-task'] / walls['slurm']:.2f}x")
             if "slurm-scan-names" in walls:
