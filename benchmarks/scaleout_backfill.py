@@ -19,6 +19,8 @@ in one run, from copies of one staged store:
    ``tasks/cubes/cluster.py: tune_malloc``), so the fix is measured against its baseline in the same run;
 5. ``slurm-<k>jobs``: the Slurm layout with k one-CPU jobs instead of ``--jobs`` (7 days on 4 jobs: 7 one-day
    tasks, 4 processes time-sliced on the 2 cores, so whole days no longer cap the day phase at 7/4);
+   ``slurm-arrow``: the Slurm layout with ``NODEWATCH_ARROW_THREADS=auto`` (pyarrow decodes on every CPU the
+   worker may run on, as the in-process baseline does; see ``tasks/cubes/cluster.py: arrow_threads``);
 6. with ``--day-per-task``: Slurm again with one day per task (``MAX_DAYS_PER_TASK = 1``: the layout before
    28 Nov, less its one fork per region) to show what grouping days gains, on the same cluster size;
 7. ``one-local-scan-names`` / ``slurm-scan-names``: the builds as before 28 Nov 11:00, a pass over the staged
@@ -200,6 +202,17 @@ def build(root: Path, warm: Path, days: int, where: str, workers: int, score: bo
                 return timed(c)
         finally:
             build_mod.MAX_DAYS_PER_TASK = old
+    if where == "slurm-arrow":  # opt-in: pyarrow's pool of the worker's CPUs instead of the nanny's one thread
+        old_env = os.environ.get("NODEWATCH_ARROW_THREADS")
+        os.environ["NODEWATCH_ARROW_THREADS"] = "auto"  # read by the workers (the env file of the jobs)
+        try:
+            with dask_client("slurm", n_workers=workers) as c:
+                return timed(c)
+        finally:
+            if old_env is None:
+                os.environ.pop("NODEWATCH_ARROW_THREADS", None)
+            else:
+                os.environ["NODEWATCH_ARROW_THREADS"] = old_env
     if m := re.fullmatch(r"slurm-(\d+)jobs", where):  # another number of one-CPU Slurm jobs than --jobs
         with dask_client("slurm", n_workers=int(m.group(1))) as c:
             return timed(c)
@@ -228,7 +241,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1,
                     help="run the layouts this many times, interleaved; the medians are compared")
     ap.add_argument("--layouts", default="one-local,local,slurm,one-local-scan-names,slurm-scan-names",
-                    help="comma-separated: one-local, local, slurm, slurm-untuned, slurm-<k>jobs, "
+                    help="comma-separated: one-local, local, slurm, slurm-untuned, slurm-<k>jobs, slurm-arrow, "
                          "slurm-day-per-task, "
                          "one-local-scan-names, slurm-scan-names, slurm-finish-on-workers")
     args = ap.parse_args()
@@ -288,6 +301,10 @@ def main() -> None:
                 print(f"slurm vs local 2x2 threads: {walls['local'] / walls['slurm']:.2f}x")
             if "slurm-untuned" in walls:
                 print(f"slurm, workers' malloc tuned vs untuned (before 28 Nov): {walls['slurm-untuned'] / walls['slurm']:.2f}x")
+            if "slurm-arrow" in walls:
+                print(f"slurm, NODEWATCH_ARROW_THREADS=auto vs the nanny's one thread: "
+                      f"{walls['slurm'] / walls['slurm-arrow']:.2f}x "
+                      f"(ratio with it: {walls['one-local'] / walls['slurm-arrow']:.2f})")
             for w in walls:
                 if re.fullmatch(r"slurm-\d+jobs", w):
                     print(f"{w}: ratio_{w.replace('-', '_')}={walls['one-local'] / walls[w]:.2f} "

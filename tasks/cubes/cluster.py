@@ -89,9 +89,29 @@ def tune_malloc() -> bool:
     return ok
 
 
+def arrow_threads() -> int:
+    """Size pyarrow's CPU pool (parquet decoding) in a worker process from ``NODEWATCH_ARROW_THREADS``; returns it.
+
+    Dask's nanny starts workers with ``OMP_NUM_THREADS=1``, which pyarrow reads as its pool size, so a worker
+    decodes parquet on one thread where an in-process thread of the flow decodes on every core. Unset or
+    invalid: left so (the default). ``auto``: the CPUs this process may run on (``sched_getaffinity``: a Slurm
+    job confined by ``task/affinity`` or ``task/cgroup`` gets its own cores; on the one-host test bed, every
+    core); ``<n>``: n threads. Opt-in: at nice 19 on a loaded host, ``auto`` made the 2-job backfill 0.75x as
+    fast (docs/operations.md, scale section, 28 Nov 17:31).
+    """
+    import pyarrow as pa
+
+    env = os.environ.get("NODEWATCH_ARROW_THREADS", "").strip().lower()
+    if env == "auto" and hasattr(os, "sched_getaffinity"):
+        pa.set_cpu_count(len(os.sched_getaffinity(0)))
+    elif env.isdigit() and 0 < int(env) <= 256:
+        pa.set_cpu_count(int(env))
+    return pa.cpu_count()
+
+
 def _worker_setup() -> bool:
-    """What every worker process of a nodewatch cluster runs once: :func:`tune_malloc` and the heavy imports
-    of the task bodies (paid at worker start, not inside the first task)."""
+    """What every worker process of a nodewatch cluster runs once: :func:`tune_malloc`, :func:`arrow_threads`
+    and the heavy imports of the task bodies (paid at worker start, not inside the first task)."""
     import icechunk  # noqa: F401
     import pyarrow.parquet  # noqa: F401
     import xarray  # noqa: F401
@@ -103,6 +123,7 @@ def _worker_setup() -> bool:
     import nodewatch.tasks.cubes.telemetry  # noqa: F401
     import nodewatch.tasks.cubes.writer  # noqa: F401
 
+    arrow_threads()
     return tune_malloc()
 
 

@@ -1,4 +1,5 @@
-"""Worker processes of a nodewatch cluster: glibc malloc tuned at start, coarse tasks compute their own reads.
+"""Worker processes of a nodewatch cluster: glibc malloc tuned at start, pyarrow threads opt-in, coarse tasks
+compute their own reads.
 
 In-process clusters only (no Slurm needed): the plugin and the scheduler choice are the same code on Slurm
 jobs; their effect on speed is measured by ``benchmarks/scaleout_backfill.py`` (docs/operations.md).
@@ -54,3 +55,23 @@ def test_setup_workers_tunes_malloc_on_every_worker(client, monkeypatch):
     monkeypatch.delenv("NODEWATCH_TUNE_MALLOC")
     cluster.setup_workers(client)
     assert list(client.run(_tuned).values()) == [True]
+
+
+def test_arrow_threads_is_opt_in_and_validated(monkeypatch):
+    import os
+
+    import pyarrow as pa
+
+    before = pa.cpu_count()
+    try:
+        pa.set_cpu_count(1)  # as the nanny's OMP_NUM_THREADS=1 leaves a worker
+        for unset_or_bad in ("", "0", "-2", "lots", "9999"):
+            monkeypatch.setenv("NODEWATCH_ARROW_THREADS", unset_or_bad)
+            assert cluster.arrow_threads() == 1 and pa.cpu_count() == 1
+        monkeypatch.setenv("NODEWATCH_ARROW_THREADS", "3")
+        assert cluster.arrow_threads() == 3 == pa.cpu_count()
+        if hasattr(os, "sched_getaffinity"):
+            monkeypatch.setenv("NODEWATCH_ARROW_THREADS", "auto")
+            assert cluster.arrow_threads() == len(os.sched_getaffinity(0)) == pa.cpu_count()
+    finally:
+        pa.set_cpu_count(before)
