@@ -53,6 +53,9 @@ from pathlib import Path
 START = date(2026, 5, 1)
 CUBES_S: list[float] = []
 """Wall of the cube phase of the last timed build (the rest of its wall is the scoring)."""
+CPU_S: list[float] = []
+"""CPU seconds of this process (all its threads) in the cube phase of the last timed build: the cores an
+in-process layout used is CPU_S / CUBES_S (worker processes of the Slurm layouts are not counted here)."""
 
 
 def stage(root: Path, days: int, nodes: int, metrics: int, freq: str) -> None:
@@ -166,9 +169,10 @@ def build(root: Path, warm: Path, days: int, where: str, workers: int, score: bo
         at = None if where in ("one-local", "local") else c.scheduler.address
         if score:
             score_all(Store(str(warm)), ds[:1], at, workers, finish_on_workers)
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         build_days(st, "telemetry", ds, c, node_batch=32)
         CUBES_S[:] = [time.perf_counter() - t]
+        CPU_S[:] = [time.process_time() - cpu]
         if score:
             t_cubes = CUBES_S[0]
             score_all(st, ds, at, workers, finish_on_workers)
@@ -263,6 +267,7 @@ def main() -> None:
             print(f"cube of day 1 + RUAD trained on 50 nodes, replicated to {args.nodes}: {time.perf_counter() - t:.1f} s "
                   "(untimed)", flush=True)
         runs: dict[str, list[tuple[float, float]]] = {}
+        cores: list[float] = []  # CPU seconds / wall of the baseline's cube phase, per run
         chunks: dict[str, dict[str, bytes]] = {}
         layouts = [w for w in args.layouts.split(",") if w]
         if "one-local" not in layouts:
@@ -281,6 +286,8 @@ def main() -> None:
                 jobs = int(k.group(1)) if k else args.jobs if where.startswith("slurm") else 1
                 wall = build(root, warm, args.days, where, jobs, args.score)
                 runs.setdefault(where, []).append((wall, CUBES_S[0]))
+                if where == "one-local":
+                    cores.append(CPU_S[0] / CUBES_S[0])
                 if rep == 0:
                     chunks[where] = chunk_bytes(Store(str(root)), "telemetry.zarr")
                     if args.score:
@@ -321,6 +328,11 @@ def main() -> None:
             if "slurm-finish-on-workers" in walls:
                 print(f"finish_day on the workers vs on this host: {walls['slurm'] / walls['slurm-finish-on-workers']:.2f}x "
                       f"(ratio with it: {walls['one-local'] / walls['slurm-finish-on-workers']:.2f})")
+            used = statistics.median(cores)
+            n_cpu = os.cpu_count() or 1
+            print(f"baseline (one local worker, in-process) used {used:.2f} cores in its cube phase (median; pyarrow's "
+                  f"decode pool is not limited to the one Dask thread): ceiling of any layout on {n_cpu} cores "
+                  f"~{n_cpu / used:.2f}")
             print(f"ratio={walls['one-local'] / walls['slurm']:.2f}")
         if not same:
             raise SystemExit("chunks differ between layouts")
