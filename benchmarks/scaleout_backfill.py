@@ -188,17 +188,20 @@ def build(root: Path, warm: Path, days: int, where: str, workers: int, score: bo
     if where == "slurm-finish-on-workers":
         with dask_client("slurm", n_workers=workers) as c:
             return timed(c)
-    if where == "slurm-untuned":
-        old_env = os.environ.get("NODEWATCH_TUNE_MALLOC")
-        os.environ["NODEWATCH_TUNE_MALLOC"] = "0"  # read by the workers (the env file of the jobs)
+    env = {"slurm-untuned": ("NODEWATCH_TUNE_MALLOC", "0"),  # the workers as before 28 Nov
+           "slurm-arrow": ("NODEWATCH_ARROW_THREADS", "auto")}  # opt-in: pyarrow's pool of the worker's CPUs
+    if where in env:  # read by the workers (the env file of the jobs)
+        key, value = env[where]
+        old_env = os.environ.get(key)
+        os.environ[key] = value
         try:
             with dask_client("slurm", n_workers=workers) as c:
                 return timed(c)
         finally:
             if old_env is None:
-                os.environ.pop("NODEWATCH_TUNE_MALLOC", None)
+                os.environ.pop(key, None)
             else:
-                os.environ["NODEWATCH_TUNE_MALLOC"] = old_env
+                os.environ[key] = old_env
     if where == "slurm-day-per-task":
         old, build_mod.MAX_DAYS_PER_TASK = build_mod.MAX_DAYS_PER_TASK, 1
         try:
@@ -206,17 +209,6 @@ def build(root: Path, warm: Path, days: int, where: str, workers: int, score: bo
                 return timed(c)
         finally:
             build_mod.MAX_DAYS_PER_TASK = old
-    if where == "slurm-arrow":  # opt-in: pyarrow's pool of the worker's CPUs instead of the nanny's one thread
-        old_env = os.environ.get("NODEWATCH_ARROW_THREADS")
-        os.environ["NODEWATCH_ARROW_THREADS"] = "auto"  # read by the workers (the env file of the jobs)
-        try:
-            with dask_client("slurm", n_workers=workers) as c:
-                return timed(c)
-        finally:
-            if old_env is None:
-                os.environ.pop("NODEWATCH_ARROW_THREADS", None)
-            else:
-                os.environ["NODEWATCH_ARROW_THREADS"] = old_env
     if m := re.fullmatch(r"slurm-(\d+)jobs", where):  # another number of one-CPU Slurm jobs than --jobs
         with dask_client("slurm", n_workers=int(m.group(1))) as c:
             return timed(c)
