@@ -460,19 +460,38 @@ def alerts_markdown(day: date, alerts: pd.DataFrame, limit: int = 50) -> str:
     return "\n".join(lines) + "\n"
 
 
-def heatmap_png(store: Store, day: date, path: tuple[str, ...], zstore: Any = None) -> str:
-    """PNG heat map node x time of the day's scores (grey = not scored); returns the store path."""
-    import matplotlib
+def _day_scores(store: Store, day: date, zstore: Any, geo: Geometry | None) -> tuple[np.ndarray, list[str]]:
+    """The day's ``score`` (node x time, float32) and the node names.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    With ``geo`` (the cube's axes, which :func:`finish_day` has already read) the day's columns are read by position
+    straight from Zarr: no xarray time index is built (that costs one read per time-coordinate chunk, i.e. one per
+    allocated day of the cube, every night). Without it, by label through xarray (the same values).
+    """
+    if geo is not None and zstore is not None:
+        import zarr
+
+        sl = Region(day, 0).time_slice(geo.epoch, 86_400 // geo.step_seconds)
+        return np.asarray(zarr.open_group(zstore, mode="r")["score"][:, sl], dtype=np.float32), list(geo.nodes)
     import xarray as xr
 
     ds = repo.open_dataset(store, "scores.zarr") if zstore is None else xr.open_zarr(zstore, consolidated=False)
     day_ds = ds["score"].sel(time=slice(np.datetime64(day.isoformat()), np.datetime64((day + timedelta(days=1)).isoformat())
                                        - np.timedelta64(1, "ns")))
-    a = np.asarray(day_ds.values, dtype=np.float32)
-    nodes = [str(n) for n in ds["node"].values]
+    return np.asarray(day_ds.values, dtype=np.float32), [str(n) for n in ds["node"].values]
+
+
+def heatmap_png(store: Store, day: date, path: tuple[str, ...], zstore: Any = None, geo: Geometry | None = None) -> str:
+    """PNG heat map node x time of the day's scores (grey = not scored); returns the store path.
+
+    ``zstore``: a session's store to read instead of the latest commit; ``geo``: the cube's axes (then the day is
+    read by position, see :func:`_day_scores`).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    a, nodes = _day_scores(store, day, zstore, geo)
     fig_h = min(2 + 0.12 * len(nodes), 24)
     fig, ax = plt.subplots(figsize=(10, fig_h))
     cmap = plt.get_cmap("viridis").with_extremes(bad="#cccccc")
@@ -529,7 +548,7 @@ def finish_day(store: Store, day: date, kind: str, model_run: str, results: list
         for res in results:
             arrays = res["arrays"] if isinstance(res["arrays"], dict) else load_region_arrays(store, res["arrays"])
             write_region(store, spec, geo, Region(day, res["batch"]), arrays, session.store)
-        heatmap_png(store, day, _daily(day, "heatmap.png", version), session.store)
+        heatmap_png(store, day, _daily(day, "heatmap.png", version), session.store, geo)
         png = store.url_of(*_daily(day, "heatmap.png", version))  # s3://… on an object store, not a bare key
     except repo.io_errors() as e:
         raise ScoringError(f"scores {day.isoformat()}: write failed ({repo.first_line(e)}); nothing was published "

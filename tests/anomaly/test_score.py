@@ -254,3 +254,26 @@ def test_flow_group_with_a_failed_batch_keeps_the_other(tmp_path, prefect_harnes
     assert (summ.loc[:"cn0009", "status"] == "scored").all()
     assert any("cn0010, cn0011, cn0012, cn0013" in e for e in rec.manifest.errors)
     assert not day_scored(st, day, "exp")
+
+
+def test_heatmap_by_position_equals_by_label(scored_store, tmp_path):
+    """The day read by position from the geometry (what finish_day does) draws the same PNG, byte for byte, as the
+    day selected by time label through xarray; another day of the cube (never scored) is all grey, not this day."""
+    from nodewatch.tasks.anomaly.score import _day_scores, heatmap_png, scores_spec_for, telemetry_geometry
+    from nodewatch.tasks.cubes import repo
+    from nodewatch.tasks.cubes.writer import read_geometry
+
+    st = scored_store[0]
+    spec = scores_spec_for(telemetry_geometry(st)[1])
+    zs = repo.readonly_store(st, spec.key)
+    geo = read_geometry(st, spec, zs)
+    by_pos, nodes_pos = _day_scores(st, SCORE_DAY, zs, geo)
+    by_label, nodes_label = _day_scores(st, SCORE_DAY, zs, None)
+    assert nodes_pos == nodes_label and by_pos.shape == by_label.shape == (len(nodes_pos), 96)
+    np.testing.assert_array_equal(by_pos, by_label)
+    assert np.isfinite(by_pos).any()
+    a = heatmap_png(st, SCORE_DAY, ("bench", "a.png"), zs, geo)
+    b = heatmap_png(st, SCORE_DAY, ("bench", "b.png"), zs)
+    assert Path(a).read_bytes() == Path(b).read_bytes()
+    other = geo.epoch if geo.epoch != SCORE_DAY else geo.epoch + timedelta(days=1)
+    assert not np.isfinite(_day_scores(st, other, zs, geo)[0]).any()
