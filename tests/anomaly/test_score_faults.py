@@ -141,6 +141,35 @@ def test_damaged_weight_file_fails_its_node_alone(world):
         assert np.array_equal(s["score"][k], n["score"][k], equal_nan=True)
 
 
+def test_model_file_corpus_each_node_alone(world):
+    """Missing, garbage, wrong-shaped JSON and an unreadable weight file: each damaged node is named alone (one line,
+    its path), the others load exactly as one node at a time; without ``skip_bad`` the first damage raises."""
+    from nodewatch.tasks.anomaly.registry import ModelFileError, load_models, load_node_files, run_prefix
+
+    root, base, old, new, run_a, run_b = world
+    st = _copy(root, base, "model-corpus")
+    d = Path(st.path(run_prefix("exp", run_b), "nodes"))
+    (d / "cn0000.json").unlink()
+    (d / "cn0001.json").write_bytes(b"\xff\xfe\x00{not json")
+    (d / "cn0002.json").write_text("[1, 2]")
+    (d / "cn0004.safetensors").unlink()
+    (d / "cn0004.safetensors").mkdir()  # listed as a weight file, but cannot be read
+    out = load_models(st, "exp", run_b, skip_bad=True)
+    assert out.nodes == ["cn0003", "cn0005"] and sorted(out.bad) == ["cn0000", "cn0001", "cn0002", "cn0004"]
+    for node, why in out.bad.items():
+        assert node in why and "\n" not in why and str(d) in why
+    assert "unreadable" in out.bad["cn0000"] and "unreadable" in out.bad["cn0001"]
+    assert "not a JSON object" in out.bad["cn0002"] and "cannot be read" in out.bad["cn0004"]
+    for node in out.nodes:
+        state, meta = load_node_files(st, "exp", run_b, node)
+        assert meta == out.meta[node]
+    with pytest.raises(ModelFileError, match="cn0000"):
+        load_models(st, "exp", run_b)
+    with pytest.raises(ModelFileError, match="cn0004"):
+        load_node_files(st, "exp", run_b, "cn0004")
+    assert load_models(st, "exp", run_b, nodes=["cn0005"]).nodes == ["cn0005"]
+
+
 def _damage_telemetry_chunk(st: Store) -> Path:
     """Rebuild SCORE_DAY (new chunk objects) and flip bytes of its largest new chunk (a data chunk)."""
     base = Path(st.path("cubes", "telemetry.zarr", "chunks"))
