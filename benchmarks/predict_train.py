@@ -10,14 +10,17 @@ Measures in one run:
   ``torch.bmm`` per layer, one optimiser) on the first seed's training data;
 * ``baseline``: six independent ``nn.Sequential(70 -> 52 tanh -> 2)`` trained one after another with the
   same epochs, samples and optimiser (the per-network loop of the thesis's pybrain setup);
-* Monte-Carlo rounds at the seed level (:func:`nodewatch.tasks.predict.evaluate.held_out_rounds`): round k trains
-  on seed k and tests on seed k+1 (a different simulated machine), and the FPS table pooled over the rounds beside
-  Frank's Table 4.1 c/d, with the per-round fpr (mean, sd, min, max) and the goals.
+* Monte-Carlo rounds at the seed level (:func:`nodewatch.tasks.predict.evaluate.held_out_rounds`, rounds from
+  :func:`~nodewatch.tasks.predict.evaluate.machine_rounds`): the test machines are the first three seeds;
+  ``--rounds others`` (default, leave one machine out) trains on all the other seeds (four 60-day machines with
+  seeds 1-5), ``--rounds next`` on the test seed before (1 -> 2, 2 -> 3, 3 -> 1); the FPS table pooled over the
+  rounds beside Frank's Table 4.1 c/d, with the per-round fpr (mean, sd, min, max), fit time and the goals.
 
 Prints ``ratio=<baseline s / batched s>``. Usage::
 
-    .venv/bin/python benchmarks/predict_train.py [--nodes 1000 --days 60 --node-days 400 --stride 4 --seeds 1,2,3]
-        [--cache /tmp/predict-bench]   # keeps each seed's arrays as .npy files (memory-mapped on reuse)
+    .venv/bin/python benchmarks/predict_train.py [--nodes 1000 --days 60 --node-days 400 --stride 4 --seeds 1,2,3,4,5]
+        [--rounds others|next] [--skip-baseline]
+        [--cache /tmp/predict-bench [--cache-only]]   # each seed's arrays as .npy files (memory-mapped on reuse)
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -115,6 +119,12 @@ def _seed_data(a: argparse.Namespace, seed: int) -> tuple:
     return _seed_data(a, seed)
 
 
+def _user_error(msg: str) -> None:
+    """One line on stderr, exit status 2."""
+    print(f"error: {msg}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def main() -> None:
     """Run the benchmark and print the figures and ``ratio=``."""
     ap = argparse.ArgumentParser()
@@ -123,12 +133,17 @@ def main() -> None:
     ap.add_argument("--node-days", type=int, default=400)
     ap.add_argument("--stride", type=int, default=4)
     ap.add_argument("--hard-per-kind", type=int, default=15)
-    ap.add_argument("--seeds", default="1,2,3")
+    ap.add_argument("--seeds", default="1,2,3,4,5",
+                    help="simulated machines; the first three are the test machines of the rounds")
+    ap.add_argument("--rounds", default="others", choices=("others", "next"),
+                    help="others: train on all other seeds (leave one machine out); next: train on the test seed "
+                         "before (1->2, 2->3, 3->1; issue 18 up to the sixth pass)")
     ap.add_argument("--epochs", type=int, default=300)
     ap.add_argument("--precursor-share", type=float, default=0.7)
     ap.add_argument("--precursor-strength", type=float, default=None, help="default: the simulator's")
     ap.add_argument("--cache", default=None)
     ap.add_argument("--skip-baseline", action="store_true")
+    ap.add_argument("--cache-only", action="store_true", help="build the per-seed caches (--cache) and stop")
     ap.add_argument("--no-stratify", action="store_true",
                     help="epoch negatives uniform (before issue 18's stratified hard negatives)")
     ap.add_argument("--voter-no-hard", action="store_true",
@@ -138,12 +153,25 @@ def main() -> None:
     from nodewatch.models.predict.ensemble import LeadTimeEnsemble
     from nodewatch.models.predict.uc import event_probability
     from nodewatch.tasks.predict.dataset import ANOMALY_KINDS, busy, hard_strata, summary
-    from nodewatch.tasks.predict.evaluate import _split_groups, fps_table, held_out_rounds
+    from nodewatch.tasks.predict.evaluate import _split_groups, fps_table, held_out_rounds, machine_rounds
     from nodewatch.tasks.predict.train import fps_markdown
 
+    try:
+        seeds = [int(s) for s in a.seeds.split(",")]
+        rounds = None if a.cache_only else machine_rounds(seeds, a.rounds)
+    except ValueError as e:
+        _user_error(str(e))
+    if a.cache_only:
+        if not a.cache:
+            _user_error("--cache-only needs --cache DIR")
+        print(f"load: {os.getloadavg()} on {os.cpu_count()} cores; torch threads {torch.get_num_threads()}")
+        for s in seeds:
+            _seed_data(a, s)
+        print(f"caches of seeds {seeds} in {a.cache}")
+        return
     print(f"load: {os.getloadavg()} on {os.cpu_count()} cores; torch threads {torch.get_num_threads()}")
-    seeds = [int(s) for s in a.seeds.split(",")]
-    data = {s: _seed_data(a, s) for s in seeds}
+    used = {b for _, b in rounds} | {s for tr, _ in rounds for s in tr}
+    data = {s: _seed_data(a, s) for s in seeds if s in used}  # only the machines the rounds use
     for s, (pos, neg, hard) in data.items():
         print(f"seed {s}:")
         print(summary(pos, neg).to_string(index=False))
@@ -184,14 +212,16 @@ def main() -> None:
     del x, y, g, pre, tr
 
     p_e, _ = event_probability(int(np.mean([len(d[0].y) for d in data.values()])), a.nodes * a.days * 86400 // 15)
-    rounds = [(s, seeds[(i + 1) % len(seeds)]) for i, s in enumerate(seeds)] if len(seeds) > 1 else [(seeds[0], seeds[0])]
     t = time.perf_counter()
     cv = held_out_rounds(data, rounds, epochs=a.epochs, stratify=not a.no_stratify, voter_hard=not a.voter_no_hard)
     print("LSTM voter: " + ("random node-days only" if a.voter_no_hard else "random node-days + cross-fitted outputs on "
                             "the hard node-days (stratified loss); threshold on random validation node-days"))
     print(f"epoch negatives: {'uniform' if a.no_stratify else 'stratified (anomaly kind x node load, half of each epoch)'}")
-    print(f"Monte-Carlo rounds (train seed -> test seed {rounds}): {time.perf_counter() - t:.1f} s; P(E) = {p_e:.3g}; "
-          f"load {os.getloadavg()[0]:.1f}")
+    print(f"Monte-Carlo rounds, design {a.rounds} (train seeds -> test seed {rounds}): {time.perf_counter() - t:.1f} s; "
+          f"P(E) = {p_e:.3g}; load {os.getloadavg()[0]:.1f}")
+    for k, r in cv.drop_duplicates("round").set_index("round").iterrows():
+        print(f"  round {k} seeds {r['train_seed']} -> {r['test_seed']}: whole fit (networks, cross-fits, voter) "
+              f"{r['fit_s']:.1f} s wall")
     for r in cv.to_dict(orient="records"):
         print(f"  round {r['round']} seed {r['train_seed']}->{r['test_seed']} {r['scheme']:14s} tpr {r['tpr']:.3f} "
               f"(precursor failures {r['tpr_precursor']:.3f}) fpr {r['fpr']:.2e} fp {r['fp']} on "

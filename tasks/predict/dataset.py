@@ -289,3 +289,105 @@ def summary(pos: Sequences, neg: Sequences) -> pd.DataFrame:
             {"events": "ok node-days", "sequences": len(np.unique(neg.group))},
         ]
     )
+
+
+class Stacked:
+    """Read-only lazy stack of row arrays (N_i, ...) along axis 0, e.g. the memory-mapped ``x`` of several machines.
+
+    Indexing (an int, a slice, a boolean mask of length N or an integer index array) gathers only the rows asked
+    for, part by part and in chunks, into one new float32 array: stacking four 60-day machines never copies all of
+    their sequences into memory (only the training rows a fit gathers anyway).
+    """
+
+    CHUNK = 100_000
+    """Rows gathered per fancy-indexing call (bounds the temporary of a memory-mapped read)."""
+
+    def __init__(self, parts: list[np.ndarray]) -> None:
+        if not parts:
+            raise ValueError("Stacked needs at least one array")
+        tail = {tuple(p.shape[1:]) for p in parts}
+        if len(tail) != 1:
+            raise ValueError(f"Stacked parts must agree beyond axis 0, got shapes {sorted(tail)}")
+        self.parts = list(parts)
+        self.offsets = np.cumsum([0] + [len(p) for p in parts])
+        self.shape = (int(self.offsets[-1]),) + tail.pop()
+        self.dtype = np.dtype(np.float32)
+        self.ndim = len(self.shape)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, key: object) -> np.ndarray:
+        if isinstance(key, (int, np.integer)):
+            return self[np.array([key])][0]
+        return self.gather(key)
+
+    def gather(self, key: object, out: np.ndarray | None = None) -> np.ndarray:
+        """Rows ``key`` (slice, 1-d bool mask or int indices) as float32, written into ``out`` if given."""
+        if isinstance(key, slice):
+            idx = np.arange(len(self))[key]
+        else:
+            k = np.asarray(key)
+            if k.dtype == bool:
+                if k.shape != (len(self),):
+                    raise IndexError(f"boolean index of shape {k.shape} for {len(self)} rows")
+                idx = np.flatnonzero(k)
+            elif k.ndim == 1 and np.issubdtype(k.dtype, np.integer):
+                idx = np.where(k < 0, k + len(self), k)
+                if len(idx) and (idx.min() < 0 or idx.max() >= len(self)):
+                    raise IndexError(f"index out of range for {len(self)} rows")
+            else:
+                raise IndexError(f"Stacked supports int, slice, 1-d bool or int indices, got {k.dtype} {k.shape}")
+        if out is None:
+            out = np.empty((len(idx),) + self.shape[1:], np.float32)
+        elif out.shape != (len(idx),) + self.shape[1:]:
+            raise ValueError(f"out has shape {out.shape}, the rows need {(len(idx),) + self.shape[1:]}")
+        part = np.searchsorted(self.offsets, idx, side="right") - 1
+        for p in np.unique(part):
+            where = np.flatnonzero(part == p)
+            local = idx[where] - self.offsets[p]
+            for lo in range(0, len(where), self.CHUNK):
+                out[where[lo : lo + self.CHUNK]] = self.parts[p][local[lo : lo + self.CHUNK]]
+        return out
+
+
+def group_stride(parts: list[Sequences | None]) -> int:
+    """One more than the largest ``|group|`` of ``parts``: shifting machine ``i``'s ids by ``i`` strides keeps them apart."""
+    return 1 + max((int(np.abs(np.asarray(q.group)).max()) for q in parts if q is not None and len(q.group)), default=0)
+
+
+def combine(parts: list[Sequences | None], stride: int | None = None) -> Sequences | None:
+    """The sequences of several machines (simulator seeds) as one set; ``x`` a :class:`Stacked` view (no copy).
+
+    Group ids of part ``i`` move ``i * stride`` away from 0 (failure events >= 0 up, ok node-days < 0 down; default
+    stride :func:`group_stride`), so node-day 7 of machine 1 and of machine 2 stay two groups and a split never
+    takes one for the other. Pass the same ``stride`` when combining the failures, ok and hard sets of the same
+    machines. ``None`` parts (a machine without hard negatives) are skipped but keep their index; all ``None`` gives
+    ``None``. ``node`` and ``time_s`` stay per machine.
+    """
+    stride = group_stride(parts) if stride is None else int(stride)
+    kept = [(i, q) for i, q in enumerate(parts) if q is not None]
+    if not kept:
+        return None
+    groups = []
+    for i, q in kept:
+        g = np.asarray(q.group, np.int64)
+        groups.append(np.where(g >= 0, g + i * stride, g - i * stride))
+
+    def cat(name: str) -> np.ndarray | None:
+        vals = [getattr(q, name) for _, q in kept]
+        if any(v is None for v in vals):
+            return None
+        return np.concatenate([np.asarray(v) for v in vals])
+
+    return Sequences(x=Stacked([q.x for _, q in kept]), y=cat("y"), group=np.concatenate(groups),
+                     has_precursor=cat("has_precursor"), node=cat("node"), time_s=cat("time_s"),
+                     anomaly=cat("anomaly"), hard=cat("hard"))
+
+
+def combine_machines(
+    data: list[tuple[Sequences, Sequences, Sequences | None]],
+) -> tuple[Sequences, Sequences, Sequences | None]:
+    """``(failures, ok, hard)`` of several machines combined with one group stride (unique ids across all three)."""
+    stride = group_stride([q for d in data for q in d])
+    return tuple(combine([d[j] for d in data], stride) for j in range(3))  # type: ignore[return-value]

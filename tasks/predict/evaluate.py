@@ -16,6 +16,7 @@ thesis's rows.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +25,7 @@ import pandas as pd
 
 from nodewatch.models.predict.ensemble import LeadTimeEnsemble, fit_lstm_voter, unanimous
 from nodewatch.models.predict.uc import largest_usable_nodes, rates, uc_from_rates
-from nodewatch.tasks.predict.dataset import ANOMALY_KINDS, Sequences, hard_strata
+from nodewatch.tasks.predict.dataset import ANOMALY_KINDS, Sequences, Stacked, combine_machines, hard_strata
 
 THESIS_ROWS = [
     {"scheme": "unanimous@1NN", "tpr": 0.8461, "ppv": 0.9655, "fpr": 0.00292, "uc_1024": 0.9498},
@@ -51,6 +52,27 @@ def _split_groups(groups: np.ndarray, rng: np.random.Generator, shares: tuple[fl
     a, b = int(shares[0] * len(u)), int((shares[0] + shares[1]) * len(u))
     parts = (perm[:a], perm[a:b], perm[b:])
     return tuple(np.isin(groups, p) for p in parts)
+
+
+def gather_rows(sources: list[tuple[Any, np.ndarray | None]]) -> np.ndarray:
+    """Rows of several arrays (each with a boolean mask, or ``None`` for all rows) as one new float32 array.
+
+    Written straight into the result (no concatenation of gathered copies): a :class:`~nodewatch.tasks.predict.
+    dataset.Stacked` source fills its slice in chunks, an array through one masked read.
+    """
+    sizes = [len(src) if m is None else int(np.count_nonzero(m)) for src, m in sources]
+    tail = next(tuple(src.shape[1:]) for src, _ in sources)
+    out = np.empty((sum(sizes),) + tail, np.float32)
+    lo = 0
+    for (src, m), k in zip(sources, sizes, strict=True):
+        if k:
+            key = slice(None) if m is None else m
+            if isinstance(src, Stacked):
+                src.gather(key, out=out[lo : lo + k])
+            else:
+                out[lo : lo + k] = src[key]
+        lo += k
+    return out
 
 
 def training_mask(y: np.ndarray, has_precursor: np.ndarray, train_positives: str = "precursor") -> np.ndarray:
@@ -98,8 +120,8 @@ def fit_ensemble_and_voter(
     tr, vo = tr & use, vo & use
     n_pos = len(pos.y)
 
-    def rows(mask: np.ndarray, extra: list[np.ndarray]) -> np.ndarray:  # gather without a copy of all of pos + neg
-        return np.concatenate([pos.x[mask[:n_pos]], neg.x[mask[n_pos:]], *extra]).astype(np.float32, copy=False)
+    def rows(mask: np.ndarray, extra: list[Any]) -> np.ndarray:  # gather without a copy of all of pos + neg
+        return gather_rows([(pos.x, mask[:n_pos]), (neg.x, mask[n_pos:])] + [(e, None) for e in extra])
 
     hx = [hard.x] if hard is not None and len(hard.y) else []
     yt = np.concatenate([y[tr], np.zeros(sum(len(h) for h in hx), np.int64)])
@@ -221,31 +243,64 @@ def cross_validate(
     return pd.DataFrame(out)
 
 
+ROUND_DESIGNS = ("others", "next")
+"""Seed-level round designs of :func:`machine_rounds`; the first is the default."""
+
+
+def machine_rounds(seeds: list[int], design: str = "others", n_test: int = 3) -> list[tuple[tuple[int, ...], int]]:
+    """Rounds ``(training seeds, test seed)`` over simulated machines; the test machines are ``seeds[:n_test]``.
+
+    ``"others"`` (leave one machine out): each test machine is scored by a model trained on *all the other*
+    ``seeds`` (e.g. seeds 1..5, tests 1, 2, 3: train 2-5 -> test 1, 1,3,4,5 -> 2, 1,2,4,5 -> 3); several machines
+    stand in for a site's history. ``"next"`` (issue 18's rounds up to the sixth pass): test machine ``k`` is
+    scored by a model of the one test machine before it, cyclically (1 -> 2, 2 -> 3, 3 -> 1). Raises
+    ``ValueError`` (one line) for an unknown design, repeated seeds or fewer than 2 test machines.
+    """
+    if design not in ROUND_DESIGNS:
+        raise ValueError(f"round design must be one of {', '.join(ROUND_DESIGNS)}, got {design!r}")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct, got {list(seeds)}")
+    tests = list(seeds[:n_test])
+    if len(tests) < 2:
+        raise ValueError(f"rounds need at least 2 machines to test on, got seeds {list(seeds)} and n_test {n_test}")
+    if design == "next":
+        return [((a,), tests[(i + 1) % len(tests)]) for i, a in enumerate(tests)]
+    return [(tuple(s for s in seeds if s != b), b) for b in tests]
+
+
 def held_out_rounds(
     data: dict[int, tuple[Sequences, Sequences, Sequences | None]],
-    rounds: list[tuple[int, int]],
+    rounds: list[tuple[int | tuple[int, ...], int]],
     epochs: int = 300,
     voter_target_fpr: float = 5e-5,
     stratify: bool = True,
     voter_hard: bool = True,
 ) -> pd.DataFrame:
-    """Monte-Carlo rounds at the seed level: round ``k`` trains on simulator seed ``a`` and tests on seed ``b``.
+    """Monte-Carlo rounds at the seed level: round ``k`` trains on simulator seed(s) ``a`` and tests on seed ``b``.
 
-    ``data[seed] = (failures, ok sequences of random node-days, hard negatives or None)``. The networks learn from
-    75 % of seed ``a``'s groups plus its hard negatives, the voter from the other 25 % (threshold on its own
-    validation node-days), and every scheme is scored on all of seed ``b``'s failures and random ok node-days (a
-    different simulated machine: no node-day, failure or anomaly is shared with training). Same columns as
-    :func:`cross_validate` plus the seeds, so :func:`fps_table` pools them.
+    ``data[seed] = (failures, ok sequences of random node-days, hard negatives or None)``; ``rounds`` as from
+    :func:`machine_rounds` (``a`` one seed or a tuple of seeds, combined by :func:`~nodewatch.tasks.predict.dataset.
+    combine_machines` without a copy of their arrays). The networks learn from 75 % of the training groups plus the
+    hard negatives, the voter from the other 25 % (threshold on its own validation node-days), and every scheme is
+    scored on all of seed ``b``'s failures and random ok node-days (a different simulated machine: no node-day,
+    failure or anomaly is shared with training). Same columns as :func:`cross_validate` plus ``train_seed`` (e.g.
+    ``"2,3,4,5"``), ``test_seed`` and ``fit_s`` (wall seconds of the whole fit: networks, cross-fits, voter), so
+    :func:`fps_table` pools them.
     """
     out = []
     for k, (a, b) in enumerate(rounds):
-        pos, neg, hard = data[a]
+        train = (a,) if isinstance(a, (int, np.integer)) else tuple(a)
+        if b in train:
+            raise ValueError(f"round {k}: test seed {b} is among the training seeds {train}")
+        pos, neg, hard = data[train[0]] if len(train) == 1 else combine_machines([data[s] for s in train])
+        t = time.perf_counter()
         ens, voter = fit_ensemble_and_voter(pos, neg, hard=hard, epochs=epochs, seed=k,
                                             voter_target_fpr=voter_target_fpr, stratify=stratify,
                                             voter_hard=voter_hard)
+        fit_s = time.perf_counter() - t
         tp, tn, _ = data[b]
         for r in held_out_rows(ens, voter, tp, tn):
-            out.append({"round": k, "train_seed": a, "test_seed": b, **r})
+            out.append({"round": k, "train_seed": ",".join(map(str, train)), "test_seed": b, "fit_s": fit_s, **r})
     return pd.DataFrame(out)
 
 
