@@ -208,18 +208,19 @@ def _node_files(store: Store, kind: str, run_id: str, nodes: list[str], skip_bad
 
 
 def load_models(store: Store, kind: str, run_id: str | None = None, nodes: list[str] | None = None,
-                skip_bad: bool = False) -> LoadedModels:
+                skip_bad: bool = False, available: list[str] | None = None) -> LoadedModels:
     """Load the per-node models of ``run_id`` (default: ``CURRENT``) for ``nodes`` (default: all).
 
     A node whose files are damaged raises :class:`ModelFileError`, or with ``skip_bad`` is left out and
     listed in :attr:`LoadedModels.bad` (``FileNotFoundError`` if no node at all could be loaded then).
+    ``available``: :func:`node_keys` of the run if the caller already listed it (a listing per call otherwise).
     """
     run_id = run_id or store.current(area(kind))
     if run_id is None:
         raise FileNotFoundError(f"no trained {kind} models in {store.url}: run `nodewatch train` first")
     prefix = run_prefix(kind, run_id)
     params = store.read_json(prefix, "params.json")
-    available = node_keys(store, kind, run_id)
+    available = node_keys(store, kind, run_id) if available is None else available
     wanted = available if nodes is None else [check_node_name(n) for n in nodes if n in set(available)]
     if not wanted:
         raise FileNotFoundError(f"run {run_id} of {kind} has no model for the requested nodes")

@@ -41,7 +41,7 @@ from nodewatch.models.anomaly.base import classify
 from nodewatch.schemas.cubes import TELEMETRY, CubeSpec, compressors, spec_for, string_encoding, time_encoding
 from nodewatch.schemas.names import check_node_name
 from nodewatch.schemas.scores import ALERT_SCHEMA, SUMMARY_SCHEMA, TOP_METRICS, scores_spec
-from nodewatch.tasks.anomaly.registry import area, load_models
+from nodewatch.tasks.anomaly.registry import area, load_models, node_keys
 from nodewatch.tasks.core.faults import fault_point
 from nodewatch.tasks.core.runs import code_version
 from nodewatch.tasks.core.store import Store
@@ -219,8 +219,22 @@ def _summary_row(day: date, node: str, status: str, reason: str | None = None, *
     return row
 
 
-def score_region(job: ScoreJob) -> dict[str, Any]:
+def _once(shared: dict[tuple[str, ...], Any] | None, key: tuple[str, ...], make: Any) -> Any:
+    """``make()``, computed once per ``key`` when the caller shares ``shared`` between regions (else every time)."""
+    if shared is None:
+        return make()
+    if key not in shared:
+        shared[key] = make()
+    return shared[key]
+
+
+def score_region(job: ScoreJob, shared: dict[tuple[str, ...], Any] | None = None) -> dict[str, Any]:
     """Score one (day, node batch) region with the models of ``job.model_run`` and write it to the scores cube.
+
+    ``shared`` (:func:`score_regions` passes one per group): the cubes' axes, the opened telemetry cube and the
+    model run's node list are read once per group instead of once per region, so every region of a group reads the
+    same committed snapshot, and an object store is asked for them once (on the S3 test bed they were ~0.6 s of
+    a ~1.3-s region).
 
     Returns ``{"batch", "nodes", "rows" (summary rows), "errors" (one line per node whose model files are damaged:
     it is listed ``failed``, the others are scored), "arrays" (store path of the region's score/threshold/
@@ -237,11 +251,14 @@ def score_region(job: ScoreJob) -> dict[str, Any]:
     day = region.day
     nodes: list[str] = []
     try:
-        _, tele = telemetry_geometry(store)
-        spec = scores_spec_for(tele)
-        geo = read_geometry(store, spec)
-        if geo is None:
-            raise FileNotFoundError("cubes/scores.zarr does not exist: call ensure_scores_cube first")
+        def axes() -> tuple[CubeSpec, Geometry]:
+            spec = scores_spec_for(telemetry_geometry(store)[1])
+            geo = read_geometry(store, spec)
+            if geo is None:
+                raise FileNotFoundError("cubes/scores.zarr does not exist: call ensure_scores_cube first")
+            return spec, geo
+
+        spec, geo = _once(shared, ("axes", job.store_url), axes)
         sl = region.node_slice(geo.node_chunk, len(geo.nodes))
         nodes = [check_node_name(n) for n in geo.nodes[sl]]
         spd = spec.steps_per_day("time")
@@ -253,14 +270,16 @@ def score_region(job: ScoreJob) -> dict[str, Any]:
         thr = np.full((len(nodes), spd), np.nan, np.float32)
         contrib = np.full((len(nodes), spd, len(metrics)), np.nan, np.float32)
         try:
-            models = load_models(store, job.kind, job.model_run, nodes=nodes, skip_bad=True)
+            available = _once(shared, ("nodes", job.store_url, job.kind, job.model_run),
+                              lambda: node_keys(store, job.kind, job.model_run))
+            models = load_models(store, job.kind, job.model_run, nodes=nodes, skip_bad=True, available=available)
         except FileNotFoundError:
             models = None
         have = set(models.nodes) if models is not None else set()
         bad = dict(models.bad) if models is not None else {}
         times = (np.datetime64(day.isoformat(), "ns") + np.arange(spd) * step).astype("datetime64[ns]")
         if models is not None:
-            ds = open_telemetry_cube(store)
+            ds = _once(shared, ("telemetry", job.store_url), lambda: open_telemetry_cube(store))
             first = history_start(models, times[0], step.astype("timedelta64[ns]"))
             h0 = max(0, t0 - int((times[0] - first) / step))
             sub = ds.isel(node=sl, time=slice(h0, t0 + spd))
@@ -403,9 +422,10 @@ def score_regions(jobs: Sequence[ScoreJob]) -> list[dict[str, Any]]:
     scored regions and the batch failures (each naming its batch's nodes).
     """
     results, failures = [], []
+    shared: dict[tuple[str, ...], Any] = {}  # axes, the opened cube and the run's node list: read once per group
     for j in jobs:
         try:
-            results.append(score_region(j))
+            results.append(score_region(j, shared))
         except ScoringError as e:
             failures.append(batch_failure(Store(j.store_url), j, str(e)))
     node_errors = [e for r in results for e in r.get("errors", [])]

@@ -277,3 +277,31 @@ def test_heatmap_by_position_equals_by_label(scored_store, tmp_path):
     assert Path(a).read_bytes() == Path(b).read_bytes()
     other = geo.epoch if geo.epoch != SCORE_DAY else geo.epoch + timedelta(days=1)
     assert not np.isfinite(_day_scores(st, other, zs, geo)[0]).any()
+
+
+def test_group_reads_axes_cube_and_node_list_once(scored_store, monkeypatch):
+    """score_regions shares the axes, the opened cube and the run's node list between its regions: each is read
+    once per group (not once per batch), and the regions' arrays equal those of batches scored one by one."""
+    import nodewatch.tasks.anomaly.score as score_mod
+    import nodewatch.tasks.cubes as cubes_mod
+    from nodewatch.tasks.anomaly.score import load_region_arrays, region_jobs, score_region, score_regions
+
+    st, out, run, nodes, metrics = scored_store
+    jobs = region_jobs(st, SCORE_DAY, "ruad", run)
+    alone = [load_region_arrays(st, score_region(j)["arrays"]) for j in jobs]
+    calls = {"geometry": 0, "cube": 0, "nodes": 0}
+
+    def counted(name, fn):
+        def wrapper(*a, **k):
+            calls[name] += 1
+            return fn(*a, **k)
+        return wrapper
+
+    monkeypatch.setattr(score_mod, "telemetry_geometry", counted("geometry", score_mod.telemetry_geometry))
+    monkeypatch.setattr(cubes_mod, "open_telemetry_cube", counted("cube", cubes_mod.open_telemetry_cube))
+    monkeypatch.setattr(score_mod, "node_keys", counted("nodes", score_mod.node_keys))
+    jobs2 = jobs * 3  # the same batches three times: one group of several regions
+    grouped = [load_region_arrays(st, r["arrays"]) for r in score_regions(jobs2)]
+    assert calls == {"geometry": 1, "cube": 1, "nodes": 1}
+    for a, b in zip(alone * 3, grouped, strict=True):
+        assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k], equal_nan=True) for k in a)
