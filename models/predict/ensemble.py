@@ -99,9 +99,16 @@ class Scaler:
         self.std_ = np.where(np.isfinite(sd) & (sd > 1e-12), sd, 1.0)
         return self
 
-    def transform(self, x: np.ndarray, chunk: int = 50_000) -> np.ndarray:
-        """Standardise (N, L, F), NaN -> 0 (the training mean), clipped to +-20 sd; float32, in chunks."""
-        out = np.empty(x.shape, np.float32)
+    def transform(self, x: np.ndarray, chunk: int = 50_000, out: np.ndarray | None = None) -> np.ndarray:
+        """Standardise (N, L, F), NaN -> 0 (the training mean), clipped to +-20 sd; float32, in chunks.
+
+        ``out`` (float32, shape of ``x``) receives the result; it may be ``x`` itself (each chunk is read before it
+        is written), which standardises a float32 array in place without a second copy.
+        """
+        if out is None:
+            out = np.empty(x.shape, np.float32)
+        elif out.shape != x.shape or out.dtype != np.float32:
+            raise ValueError(f"out must be float32 of shape {x.shape}, got {out.dtype} {out.shape}")
         for lo in range(0, len(x), chunk):
             z = (np.asarray(x[lo : lo + chunk], float) - self.mean_) / self.std_
             out[lo : lo + chunk] = np.clip(np.nan_to_num(z, nan=0.0, posinf=20.0, neginf=-20.0), -20, 20)
@@ -130,18 +137,24 @@ class LeadTimeEnsemble:
     scaler_: Scaler | None = None
     net_: BatchedMLP | None = None
 
-    def fit(self, x: np.ndarray, y: np.ndarray, strata: np.ndarray | None = None) -> LeadTimeEnsemble:
+    def fit(
+        self, x: np.ndarray, y: np.ndarray, strata: np.ndarray | None = None, overwrite_x: bool = False
+    ) -> LeadTimeEnsemble:
         """Train all networks at once (full-batch Adam on cross-entropy); ``x`` (N, L, F), ``y`` (N,).
 
         ``strata`` (N,) optionally names a stratum (>= 0) for hard negatives and -1 for the rest: each epoch's
         10:1 sample then takes ``strata_share`` of its negatives equally from every stratum
         (:func:`epoch_negatives`) instead of at the strata's share of all negatives. Without ``strata`` the
         epoch sample is uniform over the negatives (the same draws as before strata existed).
+
+        ``overwrite_x``: a writable float32 ``x`` the caller no longer needs is standardised in place (same result,
+        one copy of the training set in memory instead of two; several machines' rows are GBs).
         """
         _check_xy(x, y)
         n, lead, f = x.shape
         self.scaler_ = Scaler().fit(x)
-        z = torch.from_numpy(self.scaler_.transform(x))
+        in_place = overwrite_x and isinstance(x, np.ndarray) and x.dtype == np.float32 and x.flags.writeable
+        z = torch.from_numpy(self.scaler_.transform(x, out=x if in_place else None))
         yt = torch.from_numpy(np.asarray(y, np.int64))
         pos = np.flatnonzero(y == 1)
         neg = np.flatnonzero(y == 0)

@@ -129,7 +129,7 @@ def fit_ensemble_and_voter(
     if stratify:
         st = np.concatenate([np.full(n_pos, -1, np.int64), hard_strata(neg)])
         strata = np.concatenate([st[tr]] + ([hard_strata(hard)] if hx else []))
-    ens = LeadTimeEnsemble(epochs=epochs, seed=seed).fit(rows(tr, hx), yt, strata=strata)
+    ens = LeadTimeEnsemble(epochs=epochs, seed=seed).fit(rows(tr, hx), yt, strata=strata, overwrite_x=True)
     if y[vo].sum() < 2:  # too few failures left for the voter (a small store): score with the unanimous vote
         return ens, None
     lo = ens.predict_logodds(rows(vo, []))
@@ -143,7 +143,7 @@ def fit_ensemble_and_voter(
     for held, kept in (halves, halves[::-1]):
         e = LeadTimeEnsemble(epochs=epochs, seed=seed).fit(
             rows(tr, [hard.x[kept]]), np.concatenate([y[tr], np.zeros(int(kept.sum()), np.int64)]),
-            strata=np.concatenate([st[tr], hst[kept]]))
+            strata=np.concatenate([st[tr], hst[kept]]), overwrite_x=True)
         lo_hard[held] = e.predict_logodds(hard.x[held])
     voter = fit_lstm_voter(
         np.concatenate([lo, lo_hard]), np.concatenate([y[vo], np.zeros(len(hard.y), np.int64)]),

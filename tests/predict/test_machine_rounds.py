@@ -147,3 +147,21 @@ def test_held_out_rounds_on_combined_machines() -> None:
     assert (one["tpr"] > 0.9).all()  # failures sit 2 sd away in every input: learnt from two machines
     with pytest.raises(ValueError, match="among the training seeds"):
         held_out_rounds(data, [((1, 2), 2)], epochs=2)
+
+
+def test_fit_in_place_standardises_x_and_learns_the_same_networks() -> None:
+    """``overwrite_x`` (used for the GB-sized rows of four machines): same weights, x holds the standardised rows."""
+    from nodewatch.models.predict.ensemble import LeadTimeEnsemble
+
+    pos, neg, _ = _machine(6)
+    x = np.concatenate([pos.x, neg.x])
+    y = np.r_[pos.y, neg.y]
+    ref = LeadTimeEnsemble(epochs=5).fit(x.copy(), y)
+    x64 = x.astype(np.float64)
+    LeadTimeEnsemble(epochs=5).fit(x64, y, overwrite_x=True)  # not float32: left alone
+    assert np.array_equal(x64, x.astype(np.float64))
+    work = x.copy()
+    got = LeadTimeEnsemble(epochs=5).fit(work, y, overwrite_x=True)
+    assert np.array_equal(work, ref.scaler_.transform(x)) and not np.array_equal(work, x)
+    assert all(np.array_equal(ref.state()[k], got.state()[k]) for k in ref.state())
+    assert np.array_equal(ref.predict_logodds(x), got.predict_logodds(x))
