@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -144,6 +145,8 @@ def main() -> None:
                     help="VerdictConfig.infer_gap for the timed judge_day (default: VerdictConfig's; 1 = 24c5b08)")
     ap.add_argument("--no-sustained", action="store_true",
                     help="without the sustained window-std channel (VerdictConfig.sustained_k=0: the c011c5e path)")
+    ap.add_argument("--no-io-peer", action="store_true",
+                    help="without the job-peer drop channel of disk_write_bytes (VerdictConfig.io_peer=False: 4c97556)")
     ap.add_argument("--judge-store", type=Path, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--day", default="", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -157,6 +160,8 @@ def main() -> None:
     vcfg = VerdictConfig() if a.infer_gap is None else VerdictConfig(infer_gap=a.infer_gap)
     if a.no_sustained:
         vcfg = VerdictConfig(infer_gap=vcfg.infer_gap, sustained_k=0)
+    if a.no_io_peer:
+        vcfg = replace(vcfg, io_peer=False)
     t = tiled(data, a.copies, a.history, std_idx=tuple(sustained_index(list(METRIC_NAMES), vcfg)))
     days = data["days"]
     ht = np.array([np.datetime64(days[i].tz_localize(None)) + np.timedelta64(15 * j, "m")

@@ -468,6 +468,9 @@ def main() -> None:
                     help="verdicts without the sustained window-std channel (VerdictConfig.sustained_k=0: the c011c5e path)")
     ap.add_argument("--sustained-k", type=int, default=None,
                     help="windows accumulated by the sustained channel (Eq. A1; default: VerdictConfig)")
+    ap.add_argument("--no-io-peer", action="store_true",
+                    help="verdicts without the job-peer drop channel of disk_write_bytes (VerdictConfig.io_peer=False: "
+                         "the 4c97556 path)")
     ap.add_argument("--per-day-fit", action="store_true",
                     help="node thresholds from one tail fit per held-back day (median); default: one pooled fit")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON lines here")
@@ -486,6 +489,8 @@ def main() -> None:
         vcfg = replace(vcfg, sustained_k=a.sustained_k)
     if a.no_sustained:
         vcfg = replace(vcfg, sustained_k=0)
+    if a.no_io_peer:
+        vcfg = replace(vcfg, io_peer=False)
     for size in a.sizes:
         for seed in a.seeds:
             rows += run_cluster(seed, size, a.history, a.nights, a.epochs, not a.no_ruad, a.clean, a.cache, a.running_jobs, vcfg)

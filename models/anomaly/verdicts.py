@@ -36,9 +36,15 @@ from typing import Any
 
 import numpy as np
 
+from nodewatch.models.anomaly.job_peers import (
+    in_node_units,
+    job_peer_z,
+    peer_drop_z,
+    peer_top,
+    persistence_floor,
+)
 from nodewatch.models.anomaly.sustained import signed_fused, trailing_evidence
 from nodewatch.models.anomaly.vicinity import (
-    MAD_TO_SIGMA,
     Reference,
     _nanmedian,
     conditioned_deviation,
@@ -134,6 +140,17 @@ class VerdictConfig:
     c011c5e path)"""
     sustained_clip: float = 3.0
     """per-window z below ``-sustained_clip`` count as ``-sustained_clip`` in Eq. A1 (a calm window's log std)"""
+    io_peer: bool = True
+    """the job-peer drop channel of ``io_peer_metrics`` (Eq. J1-J3 of :mod:`~nodewatch.models.anomaly.job_peers`,
+    its own threshold from the held-back days); False: the 4c97556 path"""
+    io_peer_metrics: tuple[str, ...] = ("disk_write_bytes",)
+    """job-driven metrics judged against the job's other members (a failing disk halves the job's write rate)"""
+    io_peer_min: int = 4
+    """members with a value and no job start/stop a job needs in a window for its members to be judged"""
+    io_peer_floor: float = 0.1
+    """smallest scale of the job-peer drop (log units, Eq. J2): members of one job write steadily different
+    amounts (dev clean clusters: one member of an 8-node job 0.2 below the others for 6 h, within-job scale
+    0.05); a halving is 0.69"""
 
 
 @dataclass
@@ -158,6 +175,8 @@ class DayInputs:
     sustained: np.ndarray | None = None
     """(metric,) bool: channels judged by their accumulated evidence over ``cfg.sustained_k`` windows (Eq. A1 of
     :mod:`~nodewatch.models.anomaly.sustained`) instead of window by window; ``None``: none"""
+    io_peer: np.ndarray | None = None
+    """(metric,) bool: channels also judged by the job-peer drop (Eq. J1/J2); ``None``: none"""
 
 
 @dataclass
@@ -178,6 +197,10 @@ class Evidence:
     """(node, time, metric) ``Z`` minus the job-shared part (what group shifts are computed on)"""
     job_explained: int = 0
     """node-windows whose temporal evidence was mostly the job's (|Z| > floor, fused < floor)"""
+    io_peer: np.ndarray | None = None
+    """(node, time, channel) job-peer drop z of the ``io_cols`` metrics (Eq. J2), NaN = not judged"""
+    io_cols: np.ndarray | None = None
+    """metric indices of the ``io_peer`` channels"""
 
 
 def persistent_score(s: np.ndarray, k: int, n: int) -> np.ndarray:
@@ -407,47 +430,12 @@ def evidence(day: DayInputs, ref: Reference, cfg: VerdictConfig) -> Evidence:
     score, score2 = top2[:, :, 1].astype(np.float64), top2[:, :, 0].astype(np.float64)
     az = np.nan_to_num(np.abs(z)).max(axis=2)
     explained = int(((az > cfg.node_floor) & (score <= cfg.node_floor) & np.asarray(day.busy, bool)).sum())
-    az = None
-    return Evidence(z, fused, score, score2, groups, members, ej, explained)
-
-
-def job_peer_z(d: np.ndarray, peer: list[tuple[np.ndarray, np.ndarray]], transition: np.ndarray,
-               cfg: VerdictConfig) -> np.ndarray:
-    """(node, time, metric) |robust z| of each node against its job's peers at the same time (job vicinity,
-    Ghiasvand & Ciorba's resource-allocation vicinity), NaN where not judged.
-
-    ``d`` holds the deviations from the nodes' own references with the job-shared part (the job median)
-    already removed, so ``d`` of a job member is its distance to the job's peers. Scale per metric: the pooled
-    within-job tail width of the day, ``q_p(|d|) / Phi^-1((1 + p) / 2)`` over every member-window of every
-    judged job, ``p = cfg.job_peer_tail_q`` (0.9: for a normal metric this is sigma; a metric whose peers
-    usually agree exactly, an integer gauge, gets the width of its usual jumps, as in
-    :func:`~nodewatch.models.anomaly.vicinity.fit_reference`; a low ``p`` because a day holds few jobs and the
-    anomalous member-windows themselves, up to a few percent, must not set the scale: at ``p = 0.999`` a
-    CPU hog inside a job set the cpu-idle scale of its own day). Judged only where the job has at least
-    ``cfg.job_peer_min`` members in the window, the peers agree (their ``1.4826 x MAD`` at most
-    ``cfg.job_peer_agree`` times that scale) and the window is no job start/stop on the node.
-    """
-    from statistics import NormalDist
-
-    zq = NormalDist().inv_cdf((1 + cfg.job_peer_tail_q) / 2)
-    n_m = d.shape[2]
-    vals = [np.abs(np.where(on[:, :, None], d[rows], np.nan)).reshape(-1, n_m) for rows, on in peer]
-    allv = np.concatenate(vals, axis=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        scale = np.nan_to_num(np.nanquantile(allv, cfg.job_peer_tail_q, axis=0) / zq, nan=0.0)
-    scale = np.maximum(scale, cfg.scale_floor).astype(np.float32)
-    out = np.full(d.shape, np.nan, dtype=np.float32)
-    tr = np.asarray(transition, dtype=bool)
-    for rows, on in peer:
-        sub = np.where(on[:, :, None], d[rows], np.nan)
-        n = on.sum(axis=0)
-        spread = MAD_TO_SIGMA * _nanmedian(np.abs(sub), axis=0)
-        ok = (n >= cfg.job_peer_min)[:, None] & (spread <= cfg.job_peer_agree * scale[None])
-        q = np.abs(sub) / scale[None, None]
-        keep = ok[None] & on[:, :, None] & ~tr[rows][:, :, None]
-        out[rows] = np.where(keep, q, out[rows])
-    return out
+    io, cols = None, None
+    if cfg.io_peer and day.io_peer is not None and np.asarray(day.io_peer, bool).any():  # Eq. J1/J2
+        cols = np.flatnonzero(np.asarray(day.io_peer, dtype=bool))
+        io = peer_drop_z(day.x[..., cols], day.job, day.transition, cfg.io_peer_min, cfg.io_peer_floor,
+                         day.first_inferred_job)[0].astype(np.float32)
+    return Evidence(z, fused, score, score2, groups, members, ej, explained, io, cols)
 
 
 def group_window_score(g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -467,6 +455,11 @@ class Calibration:
     node_day_scores: np.ndarray
     """(node, held-back day) persistent day scores"""
     group_day_scores: dict[str, list[float]]
+    io_peer: float = float("nan")
+    """threshold of the job-peer drop channel (Eq. J3), NaN: not judged"""
+    io_peer_day_scores: np.ndarray | None = None
+    """(node-day,) the held-back node-days' persistent job-peer drop scores (those with a judged window; Eq. J3
+    fits the positive ones)"""
 
 
 def day_node_scores(ev: Evidence, cfg: VerdictConfig) -> np.ndarray:
@@ -485,7 +478,9 @@ def calibrate(held_back: list[Evidence], cfg: VerdictConfig) -> Calibration:
     nd = np.stack([day_node_scores(ev, cfg) for ev in held_back], axis=1) if held_back else np.zeros((n_nodes, 0))
     floor = cfg.node_floor
     if cfg.union_floor and held_back:  # Eq. B1 with the windows x channels of one held-back day
-        floor = max(floor, union_bound_floor(cfg.budget_per_1000, int(np.prod(held_back[0].fused.shape[1:]))))
+        m = int(np.prod(held_back[0].fused.shape[1:])) + (held_back[0].fused.shape[1] if held_back[0].io_peer
+                                                             is not None else 0)  # + the job-peer drop (Eq. J3)
+        floor = max(floor, union_bound_floor(cfg.budget_per_1000, m))
     node_thr = budget_thresholds(nd, cfg.budget_per_1000, floor, cfg.censor_q, per_day=cfg.per_day_fit)
     per_kind: dict[str, dict[str, list[float]]] = {}
     for ev in held_back:
@@ -498,7 +493,15 @@ def calibrate(held_back: list[Evidence], cfg: VerdictConfig) -> Calibration:
         flat[kind] = [x for v in by.values() for x in v]
         gthr[kind] = float(budget_thresholds(np.array([flat[kind]]), cfg.group_budget_per_1000, cfg.group_floor,
                                                 cfg.censor_q)[0])
-    return Calibration(node_thr, gthr, nd, flat)
+    io_thr, io_days = float("nan"), None
+    if held_back and held_back[0].io_peer is not None:  # Eq. J3: one more channel of the alert budget
+        beta = cfg.budget_per_1000 / (held_back[0].fused.shape[2] + 1)
+        io_days = np.concatenate([persistent_score(top, cfg.k, cfg.n).max(axis=1)[ok]
+                                  for top, ok in (peer_top(ev.io_peer) for ev in held_back)])
+        io_thr = persistence_floor(beta, int(held_back[0].fused.shape[1]), cfg.k, cfg.n)
+        if (io_days > 0).sum() >= 3:
+            io_thr = float(budget_thresholds(io_days[io_days > 0][None], beta, io_thr, cfg.censor_q)[0])
+    return Calibration(node_thr, gthr, nd, flat, io_thr, io_days)
 
 
 def _severity(ratio: float) -> str:
@@ -521,6 +524,8 @@ def verdicts(ev: Evidence, cal: Calibration, day: DayInputs, nodes: list[str], m
     node_group: dict[int, str] = {}
     alerted = np.zeros(n_nodes, dtype=bool)
     fused = ev.fused.copy()
+    if ev.io_peer is not None and ev.io_cols is not None and np.isfinite(cal.io_peer):  # Eq. J3, node units
+        fused[..., ev.io_cols] = np.fmax(fused[..., ev.io_cols], in_node_units(ev.io_peer, cal.node, cal.io_peer))
     order = sorted(ev.groups, key=lambda k: (k[0] != "rack", k))
     for kind, name in order:
         g = ev.groups[(kind, name)]

@@ -108,6 +108,8 @@ def judge_day(hist: np.ndarray, hist_times: np.ndarray, night: np.ndarray, night
     :func:`sustained_index` picks (``cfg.sustained_metrics``), judged as sustained-shift channels
     ``<name> (std, k)`` appended to the metrics (Eq. A1/A2 of :mod:`nodewatch.models.anomaly.sustained`); without
     them, with no such metric or with ``cfg.sustained_k = 0`` only the means are judged.
+    ``cfg.io_peer``: the means of ``cfg.io_peer_metrics`` are also judged against the job's other members (the
+    job-peer drop, Eq. J1-J3 of :mod:`nodewatch.models.anomaly.job_peers`, its own threshold from the held-back days).
 
     Returns ``rows`` (verdict dicts), ``window_flags`` (node, time) bool, ``evidence`` (the day's
     :class:`~nodewatch.models.anomaly.verdicts.Evidence`), ``calibration``, ``baseline`` (node, time)
@@ -128,6 +130,7 @@ def judge_day(hist: np.ndarray, hist_times: np.ndarray, night: np.ndarray, night
         night = np.concatenate([night, night_std.astype(night.dtype, copy=False)], axis=2)
         metrics = list(metrics) + [f"{metrics[i]} (std, {cfg.sustained_k})" for i in idx]
     sustained = np.arange(hist.shape[2]) >= n_mean
+    io_peer = np.isin(np.asarray(metrics, dtype=object), cfg.io_peer_metrics) & ~sustained if cfg.io_peer else None
     off = metric_offsets(hist[:, ref_idx])
     xh = log_transform(hist, off)
     hb, ht, hj, _ = job_grid(jobs, nodes, hist_times, step, cfg.transition_windows)
@@ -142,7 +145,7 @@ def judge_day(hist: np.ndarray, hist_times: np.ndarray, night: np.ndarray, night
     held: list[Evidence] = []
     for sl in days[-held_back_days:]:
         b, tr, jb, _ = job_grid(jobs, nodes, hist_times[sl], step, cfg.transition_windows)
-        held.append(evidence(DayInputs(xh[:, sl], b, tr, jb, racks, archs, None, sustained), ref, cfg))
+        held.append(evidence(DayInputs(xh[:, sl], b, tr, jb, racks, archs, None, sustained, io_peer), ref, cfg))
     cal = calibrate(held, cfg)
     b, tr, jb, names = job_grid(jobs, nodes, night_times, step, cfg.transition_windows)
     xn = log_transform(night, off)
@@ -154,7 +157,7 @@ def judge_day(hist: np.ndarray, hist_times: np.ndarray, night: np.ndarray, night
                                           gap=cfg.infer_gap)
         inferred = int((b & ~b0).any(axis=1).sum())
         names = names + [f"running since {pd.Timestamp(night_times[s]):%H:%M} (inferred)" for s in starts]
-    day = DayInputs(xn, b, tr, jb, racks, archs, first_inferred, sustained)
+    day = DayInputs(xn, b, tr, jb, racks, archs, first_inferred, sustained, io_peer)
     ev = evidence(day, ref, cfg)
     rows, wflags = verdicts(ev, cal, day, nodes, metrics, night_times, cfg, model_scores, names)
     return {"rows": rows, "window_flags": wflags, "evidence": ev, "calibration": cal, "baseline": base,
