@@ -149,8 +149,8 @@ class VerdictConfig:
     """members with a value and no job start/stop a job needs in a window for its members to be judged"""
     io_peer_floor: float = 0.1
     """smallest scale of the job-peer drop (log units, Eq. J2): members of one job write steadily different
-    amounts (dev clean clusters: one member of an 8-node job 0.2 below the others for 6 h, within-job scale
-    0.05); a halving is 0.69"""
+    amounts (dev clean clusters: one member of an 8-node job 0.2 below the others for 6 h, the day's pooled
+    scale 0.047); a halving is 0.69"""
 
 
 @dataclass
