@@ -259,7 +259,8 @@ def test_flow_group_with_a_failed_batch_keeps_the_other(tmp_path, prefect_harnes
 def test_heatmap_by_position_equals_by_label(scored_store, tmp_path):
     """The day read by position from the geometry (what finish_day does) draws the same PNG, byte for byte, as the
     day selected by time label through xarray; another day of the cube (never scored) is all grey, not this day."""
-    from nodewatch.tasks.anomaly.score import _day_scores, heatmap_png, scores_spec_for, telemetry_geometry
+    from nodewatch.tasks.anomaly.heatmap import _day_scores, heatmap_png
+    from nodewatch.tasks.anomaly.score import scores_spec_for, telemetry_geometry
     from nodewatch.tasks.cubes import repo
     from nodewatch.tasks.cubes.writer import read_geometry
 
